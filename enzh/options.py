@@ -37,13 +37,19 @@ class DecodingSettings:
     min_length: int = 0
 
     def __post_init__(self) -> None:
-        _check(self.max_length >= 2, f"max_length must be >= 2 (start token + one generated), got {self.max_length}")
+        _check(
+            self.max_length >= 2,
+            f"max_length must be >= 2 (start token + one generated), got {self.max_length}",
+        )
         _check(self.num_beams >= 1, f"num_beams must be >= 1, got {self.num_beams}")
         _check(
             self.early_stopping in (True, False, "never"),
             f"early_stopping must be True, False or 'never', got {self.early_stopping!r}",
         )
-        _check(self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
+        _check(
+            self.no_repeat_ngram_size >= 0,
+            f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}",
+        )
         _check(self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}")
         _check(self.min_length >= 0, f"min_length must be >= 0, got {self.min_length}")
         object.__setattr__(self, "bad_words_ids", tuple(tuple(int(t) for t in seq) for seq in self.bad_words_ids))
@@ -62,7 +68,10 @@ class RuntimeOptions:
     max_batch_size: int = 64
 
     def __post_init__(self) -> None:
-        _check(self.intra_op_threads >= 0, f"intra_op_threads must be >= 0 (0 = all cores), got {self.intra_op_threads}")
+        _check(
+            self.intra_op_threads >= 0,
+            f"intra_op_threads must be >= 0 (0 = all cores), got {self.intra_op_threads}",
+        )
         _check(self.inter_op_threads >= 1, f"inter_op_threads must be >= 1, got {self.inter_op_threads}")
         _check(len(self.providers) > 0, "providers must name at least one ONNX Runtime execution provider")
         _check(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")

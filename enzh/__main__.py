@@ -1,0 +1,5 @@
+import sys
+
+from enzh.cli import main
+
+sys.exit(main())

@@ -1,0 +1,157 @@
+"""Command line: ``enzh export | translate | validate | train-demo``.
+
+A thin layer: every flag maps to a field of an options dataclass or a function argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+logger = logging.getLogger("enzh")
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="enzh", description="English->Chinese Marian models on ONNX Runtime.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("export", help="export a HuggingFace Marian model (directory or hub id) to a model directory")
+    p.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="local HF model directory or hub id (e.g. Helsinki-NLP/opus-mt-en-zh)",
+    )
+    p.add_argument("out_dir", metavar="OUT_DIR", help="directory to write (must be empty unless --force)")
+    p.add_argument("--force", action="store_true", help="overwrite a non-empty OUT_DIR")
+    p.add_argument("--revision", help="hub revision (branch, tag or commit) to export")
+    p.add_argument("--default-target", help="language token used when a call gives no target (default: >>cmn_Hans<<)")
+    p.add_argument("--atol", type=float, default=1e-4, help="max abs difference allowed by validation (default 1e-4)")
+    p.add_argument("--no-validate", action="store_true", help="skip the numerical validation against PyTorch")
+
+    p = sub.add_parser("translate", help="translate TEXT arguments, or stdin one sentence per line")
+    p.add_argument("texts", nargs="*", metavar="TEXT", help="English text; none: read lines from stdin")
+    p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
+    p.add_argument("--beam-size", type=_positive, help="beam width (default: the manifest's num_beams)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=_positive,
+        help="max generated tokens per sentence (default: bounded by source length)",
+    )
+    p.add_argument("--target", help="zh-Hans (default) or zh-Hant, or a language token like >>cmn_Hant<<")
+    p.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0 = all cores)")
+
+    p = sub.add_parser("validate", help="re-check an exported directory against its HF model")
+    p.add_argument("model_dir", metavar="DIR")
+    p.add_argument("--source", required=True, help="the HF model directory or hub id it was exported from")
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--sentences", help="file with one English sentence per line (default: a built-in set)")
+
+    p = sub.add_parser("train-demo", help="train the small demo EN->ZH model (about 20 minutes on 2 cores)")
+    p.add_argument("out_dir", metavar="OUT_DIR")
+    p.add_argument("--steps", type=_positive)
+    p.add_argument("--seed", type=int)
+    return parser
+
+
+def _read_lines(stream: object) -> list[str]:
+    return [line.rstrip("\n") for line in stream]  # type: ignore[attr-defined]
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from enzh.export import ExportOptions, export
+
+    manifest = export(
+        args.source,
+        args.out_dir,
+        ExportOptions(
+            force=args.force,
+            revision=args.revision,
+            default_target=args.default_target,
+            validate=not args.no_validate,
+            atol=args.atol,
+        ),
+    )
+    total = sum(f["size"] for f in manifest.files.values())
+    print(f"exported {manifest.source['id']} -> {args.out_dir} ({total / 1e6:.1f} MB, {manifest.precision})")
+    return 0
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    from enzh.translator import Translator
+
+    translator = Translator.load(args.model, intra_op_threads=args.threads)
+    texts = args.texts if args.texts else _read_lines(sys.stdin)
+    outputs = translator.translate(
+        texts, beam_size=args.beam_size, max_new_tokens=args.max_new_tokens, target=args.target
+    )
+    for text in outputs:
+        print(text.replace("\n", " "))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from enzh.validate import validate_directory
+
+    sentences = None
+    if args.sentences:
+        with open(args.sentences, encoding="utf-8") as f:
+            sentences = [line.strip() for line in f if line.strip()]
+    report = validate_directory(args.model_dir, args.source, atol=args.atol, sentences=sentences)
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def cmd_train_demo(args: argparse.Namespace) -> int:
+    from enzh.demo.train import main as train_main
+
+    argv = [args.out_dir]
+    if args.steps is not None:
+        argv += ["--steps", str(args.steps)]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed)]
+    result = train_main(argv)
+    return int(result or 0)
+
+
+COMMANDS = {
+    "export": cmd_export,
+    "translate": cmd_translate,
+    "validate": cmd_validate,
+    "train-demo": cmd_train_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError, OSError) as exc:
+        print(f"enzh {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from enzh.manifest import ModelDirError
+
+        name = type(exc).__name__
+        if isinstance(exc, ModelDirError) or name == "ExportError":
+            print(f"enzh {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

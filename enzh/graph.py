@@ -1,0 +1,319 @@
+"""Build the encoder and incremental-decoder ONNX graphs of a Marian model from its weights.
+
+The graphs are written node by node (no tracing), so the layout is exactly what the runtime needs:
+
+* ``encoder.onnx``: ``input_ids``, ``attention_mask`` -> ``cross_bias`` (additive attention mask for the
+  decoder) and, for every decoder layer, the cross-attention keys (pre-transposed, ``[B, H, dh, S]``) and
+  values (``[B, H, S, dh]``). Cross-attention keys/values are therefore computed once per sentence.
+* ``decoder.onnx``: one step. ``input_ids [B, 1]``, ``position [1]``, ``cross_bias``, the cross keys/values
+  and the self-attention cache ``past_key_i``/``past_value_i [B, H, T, dh]`` -> ``logits [B, V]`` for the
+  new position only and ``present_key_i``/``present_value_i [B, H, T+1, dh]``.
+
+Every weight lives once in ``weights.bin`` (ONNX external data); both graphs point into the same file, so
+the embedding matrix shared by encoder, decoder and output projection is stored a single time.
+Export-time only: needs ``onnx`` and ``numpy``, not torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+OPSET = 17
+ALIGN = 4096  # page-aligned tensors let ONNX Runtime memory-map weights.bin instead of copying it
+WEIGHTS_FILE = "weights.bin"
+
+_ACTIVATIONS = ("swish", "silu", "relu", "gelu")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarianArch:
+    """The shape of a Marian model, as far as the graphs care."""
+
+    d_model: int
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    activation: str
+    scale_embedding: bool
+    max_positions: int
+    source_vocab_size: int
+    target_vocab_size: int
+    layer_norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"unsupported activation_function {self.activation!r}; supported: {', '.join(_ACTIVATIONS)}"
+            )
+        for heads in (self.encoder_heads, self.decoder_heads):
+            if self.d_model % heads:
+                raise ValueError(f"d_model {self.d_model} is not divisible by the number of heads {heads}")
+
+
+class WeightStore:
+    """Collects the numpy weights of both graphs and writes them once, page aligned, to weights.bin."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.offsets: dict[str, tuple[int, int]] = {}
+
+    def add(self, name: str, array: np.ndarray) -> str:
+        if name in self.arrays:
+            raise ValueError(f"weight {name!r} added twice")
+        self.arrays[name] = np.ascontiguousarray(array)
+        return name
+
+    def write(self, path: Path) -> None:
+        offset = 0
+        with open(path, "wb") as f:
+            for name, array in self.arrays.items():
+                pad = (-offset) % ALIGN
+                f.write(b"\0" * pad)
+                offset += pad
+                data = array.tobytes()
+                f.write(data)
+                self.offsets[name] = (offset, len(data))
+                offset += len(data)
+
+    def layout(self, name: str) -> dict[str, object]:
+        """Where a written weight lives in weights.bin (recorded in the manifest for the runtime)."""
+        array = self.arrays[name]
+        offset, _ = self.offsets[name]
+        return {"file": WEIGHTS_FILE, "offset": offset, "shape": list(array.shape), "dtype": str(array.dtype)}
+
+    def tensor_proto(self, name: str) -> TensorProto:
+        array = self.arrays[name]
+        offset, length = self.offsets[name]
+        tensor = TensorProto()
+        tensor.name = name
+        tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+        tensor.dims.extend(array.shape)
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", WEIGHTS_FILE), ("offset", str(offset)), ("length", str(length))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        return tensor
+
+
+@dataclass
+class GraphBuilder:
+    """A tiny helper over onnx.helper: unique names, constants, and the initializers a graph uses."""
+
+    name: str
+    store: WeightStore
+    nodes: list[onnx.NodeProto] = field(default_factory=list)
+    constants: list[TensorProto] = field(default_factory=list)
+    weights_used: list[str] = field(default_factory=list)
+    _count: int = 0
+
+    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: object) -> list[str]:
+        self._count += 1
+        outputs = [f"{op_type.lower()}_{self._count}_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outputs, name=f"{op_type}_{self._count}", **attrs))
+        return outputs
+
+    def op1(self, op_type: str, inputs: list[str], **attrs: object) -> str:
+        return self.op(op_type, inputs, 1, **attrs)[0]
+
+    def const(self, value: np.ndarray | list[int] | float, dtype: type = np.int64) -> str:
+        array = np.asarray(value, dtype=dtype)
+        self._count += 1
+        name = f"const_{self._count}"
+        self.constants.append(onnx.numpy_helper.from_array(array, name))
+        return name
+
+    def weight(self, name: str) -> str:
+        if name not in self.weights_used:
+            self.weights_used.append(name)
+        return name
+
+    def linear(self, x: str, prefix: str) -> str:
+        """x @ W + b with W stored as [in, out]."""
+        return self.op1("Add", [self.op1("MatMul", [x, self.weight(f"{prefix}.w")]), self.weight(f"{prefix}.b")])
+
+    def layer_norm(self, x: str, prefix: str, eps: float) -> str:
+        return self.op1(
+            "LayerNormalization",
+            [x, self.weight(f"{prefix}.g"), self.weight(f"{prefix}.b")],
+            axis=-1,
+            epsilon=eps,
+        )
+
+    def activation(self, x: str, kind: str) -> str:
+        if kind in ("swish", "silu"):
+            return self.op1("Mul", [x, self.op1("Sigmoid", [x])])
+        if kind == "relu":
+            return self.op1("Relu", [x])
+        # exact (erf) gelu, as torch.nn.functional.gelu
+        half = self.const(0.5, np.float32)
+        erf = self.op1("Erf", [self.op1("Mul", [x, self.const(1 / math.sqrt(2), np.float32)])])
+        return self.op1("Mul", [self.op1("Mul", [x, half]), self.op1("Add", [erf, self.const(1.0, np.float32)])])
+
+    def heads(self, x: str, n_heads: int, head_dim: int, perm: list[int]) -> str:
+        """[B, L, d] -> [B, L, H, dh] -> transposed by perm."""
+        shaped = self.op1("Reshape", [x, self.const([0, -1, n_heads, head_dim])])
+        return self.op1("Transpose", [shaped], perm=perm)
+
+    def merge_heads(self, x: str, d_model: int) -> str:
+        """[B, H, L, dh] -> [B, L, d]."""
+        return self.op1("Reshape", [self.op1("Transpose", [x], perm=[0, 2, 1, 3]), self.const([0, -1, d_model])])
+
+    def attend(self, q: str, k_t: str, v: str, bias: str | None) -> str:
+        """softmax(q @ k_t + bias) @ v, with q already scaled (the scale is folded into the q weights)."""
+        scores = self.op1("MatMul", [q, k_t])
+        if bias is not None:
+            scores = self.op1("Add", [scores, bias])
+        return self.op1("MatMul", [self.op1("Softmax", [scores], axis=-1), v])
+
+    def model(self, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto]) -> onnx.ModelProto:
+        initializers = [self.store.tensor_proto(name) for name in self.weights_used] + self.constants
+        graph = helper.make_graph(self.nodes, self.name, inputs, outputs, initializer=initializers)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="enzh")
+        model.ir_version = 8
+        return model
+
+
+def _f32(name: str, shape: list[str | int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _i64(name: str, shape: list[str | int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.INT64, shape)
+
+
+def sinusoidal_positions(n_positions: int, dim: int) -> np.ndarray:
+    """Marian's static positions: sin features in the first half, cos in the second (not interleaved)."""
+    pos = np.arange(n_positions, dtype=np.float64)[:, None]
+    j = np.arange(dim)
+    angles = pos / np.power(10000, 2 * (j // 2) / dim)
+    sentinel = dim // 2 + dim % 2
+    table = np.empty((n_positions, dim), dtype=np.float32)
+    table[:, :sentinel] = np.sin(angles[:, 0::2])
+    table[:, sentinel:] = np.cos(angles[:, 1::2])
+    return table
+
+
+def _embed(g: GraphBuilder, arch: MarianArch, table: str, ids: str, positions: str) -> str:
+    """Token embedding (scaled by sqrt(d_model) when the model says so) plus sinusoidal positions."""
+    emb = g.op1("Gather", [g.weight(table), ids])
+    if arch.scale_embedding:
+        emb = g.op1("Mul", [emb, g.const(math.sqrt(arch.d_model), np.float32)])
+    return g.op1("Add", [emb, positions])
+
+
+def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx.ModelProto:
+    g = GraphBuilder("enzh_encoder", store)
+    d, heads = arch.d_model, arch.encoder_heads
+    dh = d // heads
+    # Positions 0..S-1 of the static sinusoidal table.
+    seq_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
+    positions = g.op1("Slice", [g.weight("positions"), g.const([0]), seq_len, g.const([0])])
+    h = _embed(g, arch, embed_name, "input_ids", positions)
+    # Additive mask: 0 where attended, float32 min where padded; shape [B, 1, 1, S].
+    is_pad = g.op1("Equal", ["attention_mask", g.const(0)])
+    bias = g.op1("Where", [is_pad, g.const(np.finfo(np.float32).min, np.float32), g.const(0.0, np.float32)])
+    bias = g.op1("Unsqueeze", [bias, g.const([1, 2])])
+    for i in range(arch.encoder_layers):
+        p = f"encoder.{i}"
+        q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([d, d, d])], 3, axis=-1)
+        ctx = g.attend(
+            g.heads(q, heads, dh, [0, 2, 1, 3]),
+            g.heads(k, heads, dh, [0, 2, 3, 1]),
+            g.heads(v, heads, dh, [0, 2, 1, 3]),
+            bias,
+        )
+        h = g.layer_norm(
+            g.op1("Add", [h, g.linear(g.merge_heads(ctx, d), f"{p}.out")]),
+            f"{p}.attn_ln",
+            arch.layer_norm_eps,
+        )
+        ffn = g.linear(g.activation(g.linear(h, f"{p}.fc1"), arch.activation), f"{p}.fc2")
+        h = g.layer_norm(g.op1("Add", [h, ffn]), f"{p}.ffn_ln", arch.layer_norm_eps)
+    outputs = [_f32("cross_bias", ["batch", 1, 1, "src_len"])]
+    g.nodes.append(helper.make_node("Identity", [bias], ["cross_bias"]))
+    dd = arch.d_model // arch.decoder_heads
+    for i in range(arch.decoder_layers):
+        k, v = g.op("Split", [g.linear(h, f"decoder.{i}.cross_kv"), g.const([d, d])], 2, axis=-1)
+        g.nodes.append(
+            helper.make_node("Identity", [g.heads(k, arch.decoder_heads, dd, [0, 2, 3, 1])], [f"cross_key_{i}"])
+        )
+        g.nodes.append(
+            helper.make_node("Identity", [g.heads(v, arch.decoder_heads, dd, [0, 2, 1, 3])], [f"cross_value_{i}"])
+        )
+        outputs += [
+            _f32(f"cross_key_{i}", ["batch", arch.decoder_heads, dd, "src_len"]),
+            _f32(f"cross_value_{i}", ["batch", arch.decoder_heads, "src_len", dd]),
+        ]
+    inputs = [_i64("input_ids", ["batch", "src_len"]), _i64("attention_mask", ["batch", "src_len"])]
+    return g.model(inputs, outputs)
+
+
+def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head_name: str) -> onnx.ModelProto:
+    g = GraphBuilder("enzh_decoder", store)
+    d, heads = arch.d_model, arch.decoder_heads
+    dh = d // heads
+    positions = g.op1("Gather", [g.weight("positions"), "position"])  # [1, d]
+    h = _embed(g, arch, embed_name, "input_ids", positions)  # [B, 1, d]
+    outputs = [_f32("logits", ["batch", arch.target_vocab_size])]
+    inputs = [
+        _i64("input_ids", ["batch", 1]),
+        _i64("position", [1]),
+        _f32("cross_bias", ["batch", 1, 1, "src_len"]),
+    ]
+    for i in range(arch.decoder_layers):
+        p = f"decoder.{i}"
+        inputs += [
+            _f32(f"past_key_{i}", ["batch", heads, "past_len", dh]),
+            _f32(f"past_value_{i}", ["batch", heads, "past_len", dh]),
+            _f32(f"cross_key_{i}", ["batch", heads, dh, "src_len"]),
+            _f32(f"cross_value_{i}", ["batch", heads, "src_len", dh]),
+        ]
+        outputs += [
+            _f32(f"present_key_{i}", ["batch", heads, "total_len", dh]),
+            _f32(f"present_value_{i}", ["batch", heads, "total_len", dh]),
+        ]
+        # Self-attention over the cache plus this step (no causal mask needed: one new position).
+        q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([d, d, d])], 3, axis=-1)
+        g.nodes.append(
+            helper.make_node(
+                "Concat", [f"past_key_{i}", g.heads(k, heads, dh, [0, 2, 1, 3])], [f"present_key_{i}"], axis=2
+            )
+        )
+        g.nodes.append(
+            helper.make_node(
+                "Concat",
+                [f"past_value_{i}", g.heads(v, heads, dh, [0, 2, 1, 3])],
+                [f"present_value_{i}"],
+                axis=2,
+            )
+        )
+        key_t = g.op1("Transpose", [f"present_key_{i}"], perm=[0, 1, 3, 2])
+        ctx = g.attend(g.heads(q, heads, dh, [0, 2, 1, 3]), key_t, f"present_value_{i}", None)
+        h = g.layer_norm(
+            g.op1("Add", [h, g.linear(g.merge_heads(ctx, d), f"{p}.out")]),
+            f"{p}.attn_ln",
+            arch.layer_norm_eps,
+        )
+        # Cross-attention against the keys/values the encoder graph computed once.
+        q = g.heads(g.linear(h, f"{p}.cross_q"), heads, dh, [0, 2, 1, 3])
+        ctx = g.attend(q, f"cross_key_{i}", f"cross_value_{i}", "cross_bias")
+        h = g.layer_norm(
+            g.op1("Add", [h, g.linear(g.merge_heads(ctx, d), f"{p}.cross_out")]),
+            f"{p}.cross_ln",
+            arch.layer_norm_eps,
+        )
+        ffn = g.linear(g.activation(g.linear(h, f"{p}.fc1"), arch.activation), f"{p}.fc2")
+        h = g.layer_norm(g.op1("Add", [h, ffn]), f"{p}.ffn_ln", arch.layer_norm_eps)
+    # Output projection for the new position only: logits = h @ E^T + final_logits_bias (E stored once).
+    flat = g.op1("Reshape", [h, g.const([-1, d])])
+    g.nodes.append(
+        helper.make_node("Gemm", [flat, g.weight(lm_head_name), g.weight("final_logits_bias")], ["logits"], transB=1)
+    )
+    return g.model(inputs, outputs)

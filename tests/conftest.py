@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from models import build_tiny_marian
+
+# Tiny random Marian variants: (name, MarianConfig overrides, eos_bias). Sentences finish at different steps
+# when the eos logit is boosted; without it most run to the length limit.
+TINY_VARIANTS = {
+    "base": ({}, 12.0),
+    "untied": (
+        dict(
+            share_encoder_decoder_embeddings=False,
+            d_model=48,
+            encoder_attention_heads=2,
+            decoder_attention_heads=6,
+        ),
+        13.0,
+    ),
+    "deep": (
+        dict(encoder_layers=3, decoder_layers=1, activation_function="relu", scale_embedding=False),
+        15.0,
+    ),
+    "gelu": (
+        dict(
+            encoder_layers=1,
+            decoder_layers=3,
+            activation_function="gelu",
+            d_model=24,
+            encoder_attention_heads=3,
+            decoder_attention_heads=2,
+        ),
+        0.0,
+    ),
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_source(tmp_path_factory: pytest.TempPathFactory):
+    """Factory: name -> directory of a saved tiny HF Marian model (built once per session)."""
+    cache: dict[str, Path] = {}
+
+    def get(name: str = "base") -> Path:
+        if name not in cache:
+            overrides, eos_bias = TINY_VARIANTS[name]
+            cache[name] = build_tiny_marian(tmp_path_factory.mktemp(f"hf-{name}"), eos_bias=eos_bias, **overrides)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_source, tmp_path_factory: pytest.TempPathFactory):
+    """Factory: name -> exported enzh model directory of that tiny model (exported once per session)."""
+    from enzh.export import ExportOptions, export
+
+    cache: dict[str, Path] = {}
+
+    def get(name: str = "base") -> Path:
+        if name not in cache:
+            out = tmp_path_factory.mktemp(f"onnx-{name}")
+            export(str(tiny_source(name)), out, ExportOptions(force=True, progress=False))
+            cache[name] = out
+        return cache[name]
+
+    return get

@@ -1,0 +1,503 @@
+"""enzh.decoding must give exactly the tokens of transformers ``generate()``.
+
+Tiny random MarianMTModels (built here, no downloads) drive both HF ``generate()`` and our numpy search
+through ``TorchDecoder``, a test-only :class:`~enzh.decoding.IncrementalDecoder` over the same torch model.
+Token ids must be identical; scores must agree to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from transformers import GenerationConfig, MarianConfig, MarianMTModel  # noqa: E402
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache  # noqa: E402
+from transformers.generation import logits_process as hf_processors  # noqa: E402
+
+from enzh import decoding  # noqa: E402
+from enzh.decoding import Hypothesis, beam_search, generate, greedy_search  # noqa: E402
+from enzh.options import DecodingSettings  # noqa: E402
+
+EOS = 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Any:
+    """Tiny models: threading only adds overhead (and stalls badly on a busy 2-core machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tiny random models
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    seed: int
+    vocab: int
+    d_model: int
+    layers: int
+    heads: int
+    shared_embeddings: bool  # share_encoder_decoder_embeddings
+    tied_lm_head: bool  # tie_word_embeddings
+    init_std: float
+    random_bias: bool  # random non-zero final_logits_bias
+    eos_ramp: tuple[float, float] | None  # (slope, weight), see build_model
+
+    @property
+    def pad(self) -> int:
+        return self.vocab - 1
+
+
+SMALL = ModelSpec(1, 50, 16, 1, 2, True, True, 0.5, False, (0.3, 20.0))
+WIDE = ModelSpec(2, 300, 64, 2, 4, False, True, 0.1, True, (1.0, 50.0))
+MID = ModelSpec(3, 120, 32, 2, 4, True, False, 0.2, True, (0.3, 50.0))
+PLAIN = ModelSpec(4, 80, 48, 1, 3, False, True, 0.3, False, None)  # a random model as built: eos is rare
+
+
+@cache
+def build_model(spec: ModelSpec) -> MarianMTModel:
+    config = MarianConfig(
+        vocab_size=spec.vocab,
+        decoder_vocab_size=spec.vocab,
+        d_model=spec.d_model,
+        encoder_layers=spec.layers,
+        decoder_layers=spec.layers,
+        encoder_attention_heads=spec.heads,
+        decoder_attention_heads=spec.heads,
+        encoder_ffn_dim=2 * spec.d_model,
+        decoder_ffn_dim=2 * spec.d_model,
+        max_position_embeddings=256,
+        pad_token_id=spec.pad,
+        decoder_start_token_id=spec.pad,
+        eos_token_id=EOS,
+        share_encoder_decoder_embeddings=spec.shared_embeddings,
+        tie_word_embeddings=spec.tied_lm_head,
+        init_std=spec.init_std,
+    )
+    torch.manual_seed(spec.seed)
+    model = MarianMTModel(config).eval()
+    with torch.no_grad():
+        if spec.random_bias:
+            model.final_logits_bias.normal_(0.0, 1.0)
+        if spec.eos_ramp is not None:
+            # Random models stop at once or never. Make eos grow likelier with the step instead: decoder
+            # position t gets t * slope along a random direction u, eos's output row becomes weight * u, and
+            # the eos bias is shifted so that eos wins around step 12 (teacher-forced on random targets).
+            slope, weight = spec.eos_ramp
+            direction = torch.randn(spec.d_model)
+            direction /= direction.norm()
+            positions = model.model.decoder.embed_positions.weight
+            positions += slope * torch.arange(positions.shape[0], dtype=torch.float32)[:, None] * direction
+            model.lm_head.weight[EOS] = weight * direction
+            source = torch.randint(1, spec.pad, (16, 12))
+            target = torch.randint(1, spec.pad, (16, 16))
+            target[:, 0] = spec.pad
+            logits = model(input_ids=source, decoder_input_ids=target).logits
+            margin = logits[:, 12, 1 : spec.pad].max(dim=-1).values - logits[:, 12, EOS]
+            model.final_logits_bias[0, EOS] += margin.median()
+    # A clean generation config: nothing (e.g. Marian's default forced_eos_token_id) leaks into generate().
+    model.generation_config = GenerationConfig(decoder_start_token_id=spec.pad, eos_token_id=EOS, pad_token_id=spec.pad)
+    return model
+
+
+class TorchDecoder:
+    """IncrementalDecoder over a torch MarianMTModel: encoder once, then one decoder step per call."""
+
+    def __init__(self, model: MarianMTModel, input_ids: Any, attention_mask: Any) -> None:
+        self.model = model
+        with torch.no_grad():
+            encoded = model.model.encoder(input_ids=input_ids, attention_mask=attention_mask)
+        self.encoder_states = encoded.last_hidden_state
+        self.encoder_mask = attention_mask
+        self.cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
+
+    def step(self, tokens: np.ndarray) -> np.ndarray:
+        assert tokens.dtype == np.int64 and tokens.ndim == 1
+        assert len(tokens) == self.encoder_states.shape[0]
+        with torch.no_grad():
+            out = self.model.model.decoder(
+                input_ids=torch.from_numpy(tokens)[:, None],
+                encoder_hidden_states=self.encoder_states,
+                encoder_attention_mask=self.encoder_mask,
+                past_key_values=self.cache,
+                use_cache=True,
+            )
+            logits = self.model.lm_head(out.last_hidden_state) + self.model.final_logits_bias
+        return logits[:, -1].float().numpy()
+
+    def reorder(self, rows: np.ndarray) -> None:
+        assert rows.dtype == np.int64 and rows.ndim == 1
+        index = torch.from_numpy(rows)
+        self.cache.reorder_cache(index)  # index_select on every self- and cross-attention key/value tensor
+        self.encoder_states = self.encoder_states.index_select(0, index)
+        self.encoder_mask = self.encoder_mask.index_select(0, index)
+
+
+class CountingDecoder:
+    """Wraps a decoder and records how many rows every step ran."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.rows_per_step: list[int] = []
+
+    def step(self, tokens: np.ndarray) -> np.ndarray:
+        self.rows_per_step.append(len(tokens))
+        return self.inner.step(tokens)
+
+    def reorder(self, rows: np.ndarray) -> None:
+        self.inner.reorder(rows)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Running both implementations
+# ----------------------------------------------------------------------------------------------------------
+
+
+def make_sources(spec: ModelSpec, count: int, seed: int) -> list[list[int]]:
+    """Sources of very different lengths (1..40 tokens + eos), never containing eos or pad inside."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.permutation(np.linspace(1, 40, count).astype(int))
+    return [[*rng.integers(1, spec.pad, size=int(length)).tolist(), EOS] for length in lengths]
+
+
+def pad_batch(spec: ModelSpec, sources: list[list[int]]) -> tuple[Any, Any]:
+    width = max(len(s) for s in sources)
+    ids = torch.full((len(sources), width), spec.pad, dtype=torch.long)
+    mask = torch.zeros((len(sources), width), dtype=torch.long)
+    for row, source in enumerate(sources):
+        ids[row, : len(source)] = torch.tensor(source)
+        mask[row, : len(source)] = 1
+    return ids, mask
+
+
+def hf_generate(spec: ModelSpec, sources: list[list[int]], settings: DecodingSettings) -> list[Hypothesis]:
+    """Reference: transformers generate() with the same settings (max_new_tokens = max_length - 1)."""
+    kwargs: dict[str, Any] = {
+        "num_beams": settings.num_beams,
+        "do_sample": False,
+        "max_new_tokens": settings.max_length - 1,
+        "renormalize_logits": settings.renormalize_logits,
+        "return_dict_in_generate": True,
+        "output_scores": True,
+    }
+    if settings.num_beams > 1:
+        kwargs.update(length_penalty=settings.length_penalty, early_stopping=settings.early_stopping)
+    if settings.bad_words_ids:
+        kwargs["bad_words_ids"] = [list(sequence) for sequence in settings.bad_words_ids]
+    if settings.forced_eos_token_id is not None:
+        kwargs["forced_eos_token_id"] = settings.forced_eos_token_id
+    if settings.no_repeat_ngram_size:
+        kwargs["no_repeat_ngram_size"] = settings.no_repeat_ngram_size
+    if settings.repetition_penalty != 1.0:
+        kwargs["repetition_penalty"] = float(settings.repetition_penalty)
+    if settings.min_length:
+        kwargs["min_length"] = settings.min_length
+    ids, mask = pad_batch(spec, sources)
+    with torch.no_grad():
+        model: Any = build_model(spec)
+        out = model.generate(ids, attention_mask=mask, **kwargs)
+    sequences = out.sequences[:, 1:].tolist()  # strip the decoder start token
+    if settings.num_beams > 1:
+        scores = out.sequences_scores.tolist()
+    else:
+        # Greedy: sum of the log-softmax of the processed scores HF reports, over the real tokens.
+        steps = torch.stack(out.scores, dim=1)
+        log_probs = steps if settings.renormalize_logits else torch.log_softmax(steps, dim=-1)
+        picked = log_probs.gather(2, out.sequences[:, 1:, None])[..., 0]
+        scores = torch.where(out.sequences[:, 1:] != spec.pad, picked, 0.0).sum(dim=1).tolist()
+    results = []
+    for tokens, score in zip(sequences, scores, strict=True):
+        while tokens and tokens[-1] == spec.pad:  # strip batch padding
+            tokens.pop()
+        assert spec.pad not in tokens
+        results.append(Hypothesis(tuple(tokens), score))
+    return results
+
+
+def ours(spec: ModelSpec, sources: list[list[int]], settings: DecodingSettings) -> list[Hypothesis]:
+    ids, mask = pad_batch(spec, sources)
+    return generate(TorchDecoder(build_model(spec), ids, mask), len(sources), settings)
+
+
+def assert_same(actual: list[Hypothesis], expected: list[Hypothesis], what: str) -> None:
+    assert [h.token_ids for h in actual] == [h.token_ids for h in expected], what
+    np.testing.assert_allclose([h.score for h in actual], [h.score for h in expected], rtol=1e-5, atol=1e-5)
+
+
+def settings_for(spec: ModelSpec, max_new_tokens: int, **overrides: Any) -> DecodingSettings:
+    return DecodingSettings(
+        decoder_start_token_id=spec.pad,
+        eos_token_id=EOS,
+        pad_token_id=spec.pad,
+        max_length=max_new_tokens + 1,
+        bad_words_ids=((spec.pad,),),
+        **overrides,
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    spec: ModelSpec
+    max_new_tokens: int
+    options: dict[str, Any] = field(default_factory=dict)
+    count: int = 14
+    hf_one_by_one: int = 2  # how many sentences are also decoded alone by HF (slow, so only a few)
+
+
+CASES = {
+    # greedy
+    "greedy-small": Case(SMALL, 20),
+    "greedy-wide-renorm": Case(WIDE, 40, {"renormalize_logits": True}),
+    "greedy-ngram-reppen": Case(MID, 30, {"no_repeat_ngram_size": 3, "repetition_penalty": 1.3}),
+    "greedy-forced-eos-minlen": Case(MID, 12, {"forced_eos_token_id": EOS, "min_length": 5}),
+    "greedy-plain-short": Case(PLAIN, 3, count=12),
+    "greedy-one-token": Case(WIDE, 1, count=8),
+    # beam 4, Marian-like defaults
+    "beam4-marian": Case(WIDE, 40, {"num_beams": 4, "renormalize_logits": True, "forced_eos_token_id": EOS}),
+    "beam4-lp0.6-early": Case(SMALL, 30, {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}),
+    "beam4-lp2-never": Case(MID, 25, {"num_beams": 4, "length_penalty": 2.0, "early_stopping": "never"}),
+    "beam4-lp1-false-norenorm": Case(MID, 30, {"num_beams": 4, "renormalize_logits": False}),
+    "beam4-lp0.6-never-renorm": Case(
+        WIDE,
+        20,
+        {"num_beams": 4, "length_penalty": 0.6, "early_stopping": "never", "renormalize_logits": True},
+    ),
+    "beam4-minlen-forced": Case(
+        SMALL, 10, {"num_beams": 4, "min_length": 7, "forced_eos_token_id": EOS, "renormalize_logits": True}
+    ),
+    "beam4-plain-short": Case(PLAIN, 2, {"num_beams": 4}, count=10),
+    "beam4-plain-long": Case(PLAIN, 60, {"num_beams": 4, "renormalize_logits": True}, count=8),
+    "beam4-mid-long": Case(MID, 60, {"num_beams": 4, "length_penalty": 1.0, "early_stopping": False}),
+    # other beam sizes
+    "beam2-never": Case(MID, 30, {"num_beams": 2, "early_stopping": "never"}),
+    "beam2-early-lp2": Case(WIDE, 30, {"num_beams": 2, "early_stopping": True, "length_penalty": 2.0}),
+    "beam5-ngram-reppen": Case(
+        MID,
+        30,
+        {"num_beams": 5, "length_penalty": 0.6, "no_repeat_ngram_size": 3, "repetition_penalty": 1.3},
+    ),
+    "beam5-one-token": Case(SMALL, 1, {"num_beams": 5}, count=8),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_transformers_generate(name: str) -> None:
+    case = CASES[name]
+    settings = settings_for(case.spec, case.max_new_tokens, **case.options)
+    sources = make_sources(case.spec, case.count, seed=len(name))
+
+    expected = hf_generate(case.spec, sources, settings)
+    batched = ours(case.spec, sources, settings)
+    assert_same(batched, expected, f"{name}: batched vs transformers")
+
+    one_by_one = [ours(case.spec, [source], settings)[0] for source in sources]
+    assert_same(one_by_one, batched, f"{name}: one-by-one vs batched")
+    for source, hypothesis in list(zip(sources, one_by_one, strict=True))[: case.hf_one_by_one]:
+        assert_same([hypothesis], hf_generate(case.spec, [source], settings), f"{name}: alone vs transformers")
+
+
+def test_cases_cover_enough_sentences_and_lengths() -> None:
+    """The table above decodes ~200 sentences; random models must finish them at many different steps."""
+    assert sum(case.count for case in CASES.values()) >= 200
+    case = CASES["beam4-marian"]
+    sources = make_sources(case.spec, case.count, seed=1)
+    lengths = {len(h.token_ids) for h in ours(case.spec, sources, settings_for(case.spec, 40, num_beams=4))}
+    assert len(lengths) >= 4, lengths
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_multi_token_bad_words(num_beams: int) -> None:
+    """Ban a bigram the model really produces, a sequence starting at the decoder start token, and [eos]
+    (which HF silently ignores)."""
+    spec = MID
+    sources = make_sources(spec, 12, seed=7)
+    free = ours(spec, sources, settings_for(spec, 25, num_beams=num_beams))
+    produced = [h.token_ids for h in free if len(h.token_ids) >= 3]
+    bigram = produced[0][1:3]
+    first = produced[1][0]
+    banned = ((spec.pad,), bigram, (spec.pad, first), (EOS,), (spec.pad,))
+    settings = settings_for(spec, 25, num_beams=num_beams)
+    settings = replace(settings, bad_words_ids=banned)
+    expected = hf_generate(spec, sources, settings)
+    assert [h.token_ids for h in expected] != [h.token_ids for h in free]  # the ban really changed something
+    assert_same(ours(spec, sources, settings), expected, "multi-token bad words")
+
+
+def test_finished_rows_are_dropped_with_torch_model() -> None:
+    spec = MID
+    sources = make_sources(spec, 12, seed=1)
+    ids, mask = pad_batch(spec, sources)
+    for settings in (settings_for(spec, 30), settings_for(spec, 30, num_beams=3, early_stopping=True)):
+        decoder = CountingDecoder(TorchDecoder(build_model(spec), ids, mask))
+        results = generate(decoder, len(sources), settings)
+        assert_same(results, hf_generate(spec, sources, settings), "counting wrapper")
+        beams = settings.num_beams
+        rows = decoder.rows_per_step
+        assert rows[0] == beams * len(sources)
+        assert all(r % beams == 0 for r in rows)
+        assert all(a >= b for a, b in itertools.pairwise(rows))
+        assert len(set(rows)) >= 5  # sentences left the batch at several different steps
+        if beams == 1:
+            # Greedy: step t runs exactly the sentences that generated at least t tokens.
+            assert rows == [sum(len(h.token_ids) >= t for h in results) for t in range(1, len(rows) + 1)]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A scripted numpy decoder: eos is overwhelming from a chosen step on, so the finishing step is known
+# ----------------------------------------------------------------------------------------------------------
+
+
+class ScriptedDecoder:
+    """Logits depend only on (sentence, last token, step); eos gets +50 from step ``finish[sentence]`` on,
+    -50 before."""
+
+    def __init__(self, finish: list[int], sentences: list[int] | None = None, vocab: int = 40) -> None:
+        self.finish = np.array(finish)
+        self.vocab = vocab
+        self.sentence = np.arange(len(finish)) if sentences is None else np.array(sentences)
+        self.step_number = 0
+        self.rows_per_step: list[int] = []
+
+    def step(self, tokens: np.ndarray) -> np.ndarray:
+        self.step_number += 1
+        self.rows_per_step.append(len(tokens))
+        assert len(tokens) == len(self.sentence)
+        logits = np.stack(
+            [
+                np.random.default_rng([int(s), int(t), self.step_number]).normal(size=self.vocab)
+                for s, t in zip(self.sentence, tokens, strict=True)
+            ]
+        ).astype(np.float32)
+        logits[:, EOS] = np.where(self.finish[self.sentence] <= self.step_number, 50.0, -50.0)
+        return logits
+
+    def reorder(self, rows: np.ndarray) -> None:
+        assert rows.dtype == np.int64
+        self.sentence = self.sentence[rows]
+
+
+def scripted_settings(num_beams: int, **overrides: Any) -> DecodingSettings:
+    return DecodingSettings(
+        decoder_start_token_id=39,
+        eos_token_id=EOS,
+        pad_token_id=39,
+        max_length=30,
+        num_beams=num_beams,
+        bad_words_ids=((39,),),
+        **overrides,
+    )
+
+
+def test_greedy_drops_each_sentence_when_it_finishes() -> None:
+    finish = [5, 2, 9, 3, 2]
+    decoder = ScriptedDecoder(finish)
+    results = greedy_search(decoder, len(finish), scripted_settings(1))
+    assert [len(h.token_ids) for h in results] == finish
+    assert all(h.token_ids[-1] == EOS and EOS not in h.token_ids[:-1] for h in results)
+    assert decoder.rows_per_step == [sum(f >= t for f in finish) for t in range(1, max(finish) + 1)]
+
+
+def test_beam_drops_each_sentence_when_it_is_done() -> None:
+    # early_stopping=True: a sentence is done on the step all its beams take eos (from step 2 on: the first
+    # step only expands one beam), and from then on it costs nothing.
+    finish = [6, 2, 4, 9]
+    beams = 3
+    decoder = ScriptedDecoder(finish)
+    results = beam_search(decoder, len(finish), scripted_settings(beams, early_stopping=True))
+    assert [len(h.token_ids) for h in results] == finish
+    assert decoder.rows_per_step == [beams * sum(f >= t for f in finish) for t in range(1, max(finish) + 1)]
+
+
+@pytest.mark.parametrize("num_beams", [1, 2, 4])
+@pytest.mark.parametrize("early_stopping", [True, False, "never"])
+def test_dropping_rows_does_not_change_results(num_beams: int, early_stopping: bool | str) -> None:
+    finish = [7, 3, 12, 4, 4, 25]
+    settings = scripted_settings(num_beams, early_stopping=early_stopping, length_penalty=0.8)
+    batched = generate(ScriptedDecoder(finish), len(finish), settings)
+    for index, hypothesis in enumerate(batched):
+        alone = ScriptedDecoder(finish, sentences=[index])  # same logits as in the batch
+        assert generate(alone, 1, settings) == [hypothesis]
+
+
+def test_max_length_without_eos() -> None:
+    """Nobody finishes: every sentence stops at max_length - 1 generated tokens (beam: forced stop)."""
+    finish = [100, 100]
+    for beams in (1, 3):
+        results = generate(ScriptedDecoder(finish), 2, scripted_settings(beams))
+        assert [len(h.token_ids) for h in results] == [29, 29]
+        assert all(EOS not in h.token_ids for h in results)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Processors against HF's own LogitsProcessor classes, on random scores
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _random_history_and_scores(seed: int, rows: int = 6, length: int = 12, vocab: int = 20) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    history = rng.integers(0, 6, size=(rows, length)).astype(np.int64)  # few ids: many repeats and n-grams
+    scores = (rng.normal(size=(rows, vocab)) * 3).astype(np.float32)
+    return history, scores
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_processors_match_hf(seed: int) -> None:
+    history, scores = _random_history_and_scores(seed)
+    ids, values = torch.from_numpy(history), torch.from_numpy(scores)
+    pairs = [
+        (
+            decoding.repetition_penalty(history, scores, 1.3),
+            hf_processors.RepetitionPenaltyLogitsProcessor(1.3),
+        ),
+        (
+            decoding.repetition_penalty(history, scores, 0.7),
+            hf_processors.RepetitionPenaltyLogitsProcessor(0.7),
+        ),
+        (decoding.no_repeat_ngram(history, scores, 1), hf_processors.NoRepeatNGramLogitsProcessor(1)),
+        (decoding.no_repeat_ngram(history, scores, 2), hf_processors.NoRepeatNGramLogitsProcessor(2)),
+        (decoding.no_repeat_ngram(history, scores, 3), hf_processors.NoRepeatNGramLogitsProcessor(3)),
+        (decoding.no_repeat_ngram(history, scores, 13), hf_processors.NoRepeatNGramLogitsProcessor(13)),
+        (
+            decoding.bad_words(history, scores, ((3,), (1, 2), (4, 5, 1), (0,), (7,)), eos=0),
+            hf_processors.NoBadWordsLogitsProcessor([[3], [1, 2], [4, 5, 1], [0], [7]], eos_token_id=0),
+        ),
+        (decoding.min_length(history, scores, 13, eos=2), hf_processors.MinLengthLogitsProcessor(13, 2)),
+        (decoding.min_length(history, scores, 12, eos=2), hf_processors.MinLengthLogitsProcessor(12, 2)),
+        (decoding.forced_eos(history, scores, 13, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(13, 4)),
+        (decoding.forced_eos(history, scores, 14, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(14, 4)),
+        (decoding.log_softmax(scores), hf_processors.LogitNormalization()),
+    ]
+    for ours_scores, processor in pairs:
+        expected = processor(ids, values.clone()).numpy()
+        if isinstance(processor, hf_processors.LogitNormalization):
+            np.testing.assert_allclose(ours_scores, expected, rtol=0, atol=2e-6)
+        else:
+            np.testing.assert_array_equal(ours_scores, expected, err_msg=type(processor).__name__)
+
+
+def test_decoding_module_imports_only_numpy() -> None:
+    code = "import sys, enzh.decoding; sys.exit(any(m in sys.modules for m in ('torch', 'transformers')))"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_generate_dispatches_on_num_beams() -> None:
+    finish = [4, 6]
+    greedy = generate(ScriptedDecoder(finish), 2, scripted_settings(1))
+    assert greedy == greedy_search(ScriptedDecoder(finish), 2, scripted_settings(1))
+    beam = generate(ScriptedDecoder(finish), 2, scripted_settings(3))
+    assert beam == beam_search(ScriptedDecoder(finish), 2, scripted_settings(3))
