@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from enzh.batching import pad_batch
 from enzh.manifest import Manifest
 from enzh.options import RuntimeOptions
 from enzh.sessions import ModelSessions
@@ -142,3 +143,84 @@ def check_numerics(
             report.record("present_key", decoder.past[2 * i], cache.layers[i].keys.numpy())
             report.record("present_value", decoder.past[2 * i + 1], cache.layers[i].values.numpy())
     return report
+
+
+@dataclass
+class ValidationReport:
+    """Numerics plus token parity of an exported directory against its HF model."""
+
+    numerics: NumericReport
+    parity: dict[str, tuple[int, int]] = field(default_factory=dict)  # case -> (identical, total)
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.numerics.ok and all(same == total for same, total in self.parity.values())
+
+    def format(self) -> str:
+        lines = ["numerics (teacher-forced, vs PyTorch):", self.numerics.format(), "", "token parity (vs generate()):"]
+        for case, (same, total) in self.parity.items():
+            lines.append(f"  {case:<24} {same}/{total} identical  {'ok' if same == total else 'FAIL'}")
+        lines += [f"  mismatch: {m}" for m in self.mismatches[:10]]
+        lines.append("RESULT: " + ("ok" if self.ok else "FAIL"))
+        return "\n".join(lines)
+
+
+def check_tokens(
+    directory: Path, model: Any, sentences: list[str], *, max_new_tokens: int = 32, beams: tuple[int, ...] = (1, 4)
+) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """Greedy and beam token ids of the ONNX translator vs ``model.generate()``, batched and one by one."""
+    import torch
+
+    from enzh.translator import Translator
+
+    translator = Translator.load(directory, verify_hashes=False)
+    token = translator.adapter.resolve_target(None)
+    sources = [translator.tokenizer.encode(translator.adapter.with_language_token(s, token)) for s in sentences]
+    parity: dict[str, tuple[int, int]] = {}
+    mismatches: list[str] = []
+    for beams_n in beams:
+        for mode in ("batched", "one by one"):
+            groups = [sources] if mode == "batched" else [[s] for s in sources]
+            ours: list[tuple[int, ...]] = []
+            theirs: list[tuple[int, ...]] = []
+            for group in groups:
+                ours += [
+                    h.token_ids
+                    for h in translator.generate_ids(group, beam_size=beams_n, max_new_tokens=max_new_tokens)
+                ]
+                ids, mask = pad_batch(group, translator.adapter.pad_token_id)
+                with torch.no_grad():
+                    out = model.generate(
+                        input_ids=torch.from_numpy(ids),
+                        attention_mask=torch.from_numpy(mask),
+                        num_beams=beams_n,
+                        max_length=max_new_tokens + 1,  # counts the start token, like max_new_tokens here
+                        do_sample=False,
+                        bad_words_ids=[list(s) for s in translator.adapter.generation["bad_words_ids"]],
+                    )
+                theirs += [_strip(row, translator.adapter.eos_token_id) for row in out.tolist()]
+            case = f"{'greedy' if beams_n == 1 else f'beam {beams_n}'}, {mode}"
+            same = sum(a == b for a, b in zip(ours, theirs, strict=True))
+            parity[case] = (same, len(ours))
+            mismatches += [
+                f"{case}: {sentences[i]!r}" for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b
+            ]
+    return parity, mismatches
+
+
+def _strip(row: list[int], eos: int) -> tuple[int, ...]:
+    ids = row[1:]  # generate() returns the decoder start token first and pads after eos
+    return tuple(ids[: ids.index(eos) + 1] if eos in ids else ids)
+
+
+def validate_directory(
+    directory: str | Path, source: str, *, atol: float = 1e-4, sentences: list[str] | None = None
+) -> ValidationReport:
+    from enzh.export import load_model, resolve_source
+
+    local, _, _ = resolve_source(source)
+    model = load_model(local)
+    numerics = check_numerics(Path(directory), model, atol=atol)
+    parity, mismatches = check_tokens(Path(directory), model, sentences or SENTENCES)
+    return ValidationReport(numerics=numerics, parity=parity, mismatches=mismatches)

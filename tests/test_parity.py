@@ -29,7 +29,7 @@ def sentences(n: int, seed: int) -> list[str]:
 def hf_generate(model, tokenizer, texts: list[str], num_beams: int) -> list[tuple[int, ...]]:
     batch = tokenizer([f">>cmn_Hans<< {t}" for t in texts], return_tensors="pt", padding=True)
     with torch.no_grad():
-        out = model.generate(**batch, num_beams=num_beams, max_new_tokens=MAX_NEW, do_sample=False)
+        out = model.generate(**batch, num_beams=num_beams, max_length=MAX_NEW + 1, do_sample=False)
     results = []
     for row in out.tolist():
         ids = row[1:]  # drop the decoder start token

@@ -1,0 +1,70 @@
+"""The command line, end to end, in subprocesses like a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from enzh import Translator
+from enzh.cli import build_parser
+from enzh.options import TranslateOptions
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "enzh", *args], input=stdin, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_export_translate_validate(tiny_source, tmp_path):
+    out = tmp_path / "model"
+    result = run("export", str(tiny_source("base")), str(out))
+    assert result.returncode == 0, result.stderr
+    assert f"-> {out}" in result.stdout
+    again = run("export", str(tiny_source("base")), str(out))
+    assert again.returncode == 2 and "is not empty; pass --force" in again.stderr
+
+    expected = Translator.load(out).translate(["the cat", "where is the station?"], beam_size=2, max_new_tokens=8)
+    args = ("translate", "--model", str(out), "--beam-size", "2", "--max-new-tokens", "8")
+    result = run(*args, "the cat", "where is the station?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == expected
+    piped = run(*args, stdin="the cat\nwhere is the station?\n")
+    assert piped.stdout.splitlines() == expected
+
+    report = run("validate", str(out), "--source", str(tiny_source("base")))
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "greedy, batched" in report.stdout and "RESULT: ok" in report.stdout
+
+
+def test_errors_exit_2_with_a_message(tmp_path):
+    result = run("translate", "--model", str(tmp_path), "hi")
+    assert result.returncode == 2
+    assert "has no manifest.json" in result.stderr and "enzh export" in result.stderr
+    result = run("translate", "--model", str(tmp_path), "--beam-size", "0", "hi")
+    assert result.returncode == 2 and "expected a positive integer, got 0" in result.stderr
+
+
+def test_cli_flags_match_translate_options():
+    """The CLI is a thin layer over TranslateOptions: every option has a flag of the same name."""
+    parser = build_parser()
+    translate = next(a for a in parser._subparsers._actions if a.dest == "command").choices["translate"]  # type: ignore[union-attr]
+    flags = {a.dest for a in translate._actions}
+    for name in ("beam_size", "max_new_tokens", "target"):
+        assert name in TranslateOptions.__dataclass_fields__
+        assert name in flags
+
+
+@pytest.mark.parametrize("module", ["torch", "transformers"])
+def test_runtime_never_imports_heavy_frameworks(tiny_export, module):
+    code = (
+        "import sys, enzh\n"
+        f"t = enzh.Translator.load({str(tiny_export('base'))!r})\n"
+        "t.translate(['the cat', ''], max_new_tokens=3)\n"
+        "t.translate(['the cat'], beam_size=2, max_new_tokens=3)\n"
+        f"print({module!r} in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "False"
