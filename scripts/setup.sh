@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install enzh in it with the given extras (default: export).
+#   bash scripts/setup.sh          # runtime + exporter (torch, transformers, onnx)
+#   bash scripts/setup.sh dev      # + test and lint tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-export}"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+# torch first and pinned: pip takes the CPU build of 2.13.0 from this machine's disk (an unpinned torch
+# would pull a multi-GB CUDA build).
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[${extras}]"

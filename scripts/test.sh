@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install the dev extra, then lint, type-check and run the whole test suite (slow tests included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev
+.venv/bin/ruff format --check enzh tests
+.venv/bin/ruff check enzh tests
+.venv/bin/mypy enzh
+.venv/bin/python -m pytest -q "$@"
