@@ -23,6 +23,7 @@ transformers = pytest.importorskip("transformers")
 from transformers import GenerationConfig, MarianConfig, MarianMTModel  # noqa: E402
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache  # noqa: E402
 from transformers.generation import logits_process as hf_processors  # noqa: E402
+from transformers.masking_utils import create_bidirectional_mask  # noqa: E402
 
 from enzh import decoding  # noqa: E402
 from enzh.decoding import Hypothesis, beam_search, generate, greedy_search  # noqa: E402
@@ -123,7 +124,15 @@ class TorchDecoder:
         with torch.no_grad():
             encoded = model.model.encoder(input_ids=input_ids, attention_mask=attention_mask)
         self.encoder_states = encoded.last_hidden_state
-        self.encoder_mask = attention_mask
+        # The cross-attention mask as generate() lets the decoder build it for the whole batch: 4D if any source
+        # is padded, None if none is. Built once here: HF never drops rows, so its choice (and attention kernel)
+        # stays fixed; rebuilding it after dropping the padded rows would switch kernels and float rounding.
+        self.encoder_mask = create_bidirectional_mask(
+            config=model.config,
+            inputs_embeds=self.encoder_states[:, :1],
+            attention_mask=attention_mask,
+            encoder_hidden_states=self.encoder_states,
+        )
         self.cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
 
     def step(self, tokens: np.ndarray) -> np.ndarray:
@@ -145,7 +154,8 @@ class TorchDecoder:
         index = torch.from_numpy(rows)
         self.cache.reorder_cache(index)  # index_select on every self- and cross-attention key/value tensor
         self.encoder_states = self.encoder_states.index_select(0, index)
-        self.encoder_mask = self.encoder_mask.index_select(0, index)
+        if self.encoder_mask is not None:
+            self.encoder_mask = self.encoder_mask.index_select(0, index)
 
 
 class CountingDecoder:

@@ -10,13 +10,14 @@ import pytest
 import torch
 from transformers import MarianMTModel
 
-from conftest import TINY_VARIANTS
 from enzh.export import ExportError, ExportOptions, export
 from enzh.manifest import Manifest, ModelDirError
 from enzh.options import RuntimeOptions
 from enzh.sessions import ModelSessions
 from enzh.translator import Translator
 from enzh.validate import check_numerics
+
+from conftest import TINY_VARIANTS
 
 
 @pytest.mark.parametrize("name", sorted(TINY_VARIANTS))
@@ -32,7 +33,9 @@ def test_weights_stored_once(name, tiny_source, tiny_export):
     """weights.bin holds each distinct parameter once: its size is the unique parameters plus alignment."""
     model = MarianMTModel.from_pretrained(tiny_source(name))
     unique = {p.data_ptr(): p.numel() for p in model.parameters()}
-    expected = 4 * (sum(unique.values()) + model.final_logits_bias.numel() + model.model.encoder.embed_positions.weight.numel())
+    expected = 4 * (
+        sum(unique.values()) + model.final_logits_bias.numel() + model.model.encoder.embed_positions.weight.numel()
+    )
     size = (tiny_export(name) / "weights.bin").stat().st_size
     n_tensors = len(Manifest.load(tiny_export(name)).files)  # a loose bound on alignment padding
     assert expected <= size <= expected + 4096 * (4 * len(list(model.parameters())) + n_tensors)
@@ -54,7 +57,14 @@ def test_manifest_contents(tiny_export):
     assert manifest.generation["renormalize_logits"] is True
     assert manifest.max_positions == 256
     assert manifest.precision == "fp32"
-    assert set(manifest.files) == {"encoder.onnx", "decoder.onnx", "weights.bin", "source.spm", "target.spm", "vocab.json"}
+    assert set(manifest.files) == {
+        "encoder.onnx",
+        "decoder.onnx",
+        "weights.bin",
+        "source.spm",
+        "target.spm",
+        "vocab.json",
+    }
     assert all(len(info["sha256"]) == 64 for info in manifest.files.values())
     assert {"enzh", "torch", "transformers", "onnx"} <= set(manifest.exporter)
 

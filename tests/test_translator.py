@@ -8,6 +8,7 @@ from enzh import Translator
 from enzh.batching import plan_batches
 from enzh.segment import clean_text, split_sentences
 from enzh.translator import default_max_new_tokens
+
 from models import WORDS
 
 
@@ -74,7 +75,15 @@ def test_one_endless_sentence_is_windowed(translator):
 
 
 def test_unicode_edge_cases_do_not_crash(translator):
-    texts = ["\ud800 lone surrogate", "emoji 👩‍👩‍👧 🎉", "zero\u200bwidth", "NUL\x00byte", "עברית", "全角，标点。", "e\u0301"]
+    texts = [
+        "\ud800 lone surrogate",
+        "emoji 👩‍👩‍👧 🎉",
+        "zero\u200bwidth",
+        "NUL\x00byte",
+        "עברית",
+        "全角，标点。",
+        "e\u0301",
+    ]
     out = translator.translate(texts, max_new_tokens=4)
     assert len(out) == len(texts) and all(isinstance(o, str) for o in out)
     assert clean_text("a\ud800b") == "a\ufffdb"
