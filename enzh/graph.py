@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -113,17 +114,17 @@ class GraphBuilder:
     weights_used: list[str] = field(default_factory=list)
     _count: int = 0
 
-    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: object) -> list[str]:
+    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: Any) -> list[str]:
         self._count += 1
         outputs = [f"{op_type.lower()}_{self._count}_{i}" for i in range(n_out)]
         self.nodes.append(helper.make_node(op_type, inputs, outputs, name=f"{op_type}_{self._count}", **attrs))
         return outputs
 
-    def op1(self, op_type: str, inputs: list[str], **attrs: object) -> str:
+    def op1(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
         return self.op(op_type, inputs, 1, **attrs)[0]
 
-    def const(self, value: np.ndarray | list[int] | float, dtype: type = np.int64) -> str:
-        array = np.asarray(value, dtype=dtype)
+    def const(self, value: Any, dtype: type = np.int64) -> str:
+        array: np.ndarray = np.asarray(value, dtype=dtype)
         self._count += 1
         name = f"const_{self._count}"
         self.constants.append(onnx.numpy_helper.from_array(array, name))

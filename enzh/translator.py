@@ -182,10 +182,10 @@ class Translator:
         """Decode source id lists (each ending in eos) into hypotheses, batched by length, in input order."""
         limit = self.adapter.max_positions - 1
         generation_limit = int(self.adapter.generation.get("max_length", limit + 1)) - 1
-        for i, ids in enumerate(sources):
-            if not 0 < len(ids) <= self.adapter.max_positions:
+        for i, source in enumerate(sources):
+            if not 0 < len(source) <= self.adapter.max_positions:
                 raise ValueError(
-                    f"source {i} has {len(ids)} tokens; the model accepts 1..{self.adapter.max_positions} "
+                    f"source {i} has {len(source)} tokens; the model accepts 1..{self.adapter.max_positions} "
                     "(use translate(), which splits long text)"
                 )
 
