@@ -9,7 +9,8 @@ Read top to bottom:
 1. the decoder protocol and the result type;
 2. the logits processors, one small function each, applied in the order HF builds them
    (repetition penalty, no-repeat n-gram, bad words, min length, forced eos, renormalization);
-3. :func:`greedy_search`, :func:`beam_search` and :func:`generate`.
+3. :func:`greedy_search`, :func:`beam_search` and :func:`generate`;
+4. the top-k used by beam search, which also reproduces the order ``torch.topk`` gives equal values.
 
 Both searches drop the rows of finished sentences from the running decoder, so a finished sentence costs
 nothing. HF keeps computing those rows, but their results can no longer change, so the output is the same.
@@ -29,6 +30,8 @@ from enzh.options import DecodingSettings
 
 # HF's stand-in for "impossible" in beam bookkeeping (exactly representable in float32).
 _IMPOSSIBLE = np.float32(-1.0e9)
+# Column block size used by _top_k to skip most of a long (num_beams * vocab) row.
+_TOP_K_BLOCK = 128
 
 
 class IncrementalDecoder(Protocol):
@@ -57,7 +60,8 @@ class Hypothesis:
 
 # ----------------------------------------------------------------------------------------------------------
 # Logits processors. Each takes the token history of every row (start token included, int64 [rows, length])
-# and the scores (float32 [rows, vocab]) and returns new scores, like HF's LogitsProcessor.__call__.
+# and the scores (float32 [rows, vocab]), like HF's LogitsProcessor.__call__. To avoid copying a
+# [rows, vocab] array per processor they write into ``scores`` and return it.
 # ----------------------------------------------------------------------------------------------------------
 
 
@@ -67,9 +71,8 @@ def repetition_penalty(history: np.ndarray, scores: np.ndarray, penalty: float) 
     rows = np.arange(history.shape[0])[:, None]
     seen = scores[rows, history]
     factor = np.float32(penalty)
-    out = scores.copy()
-    out[rows, history] = np.where(seen < 0, seen * factor, seen / factor)
-    return out
+    scores[rows, history] = np.where(seen < 0, seen * factor, seen / factor)
+    return scores
 
 
 def no_repeat_ngram(history: np.ndarray, scores: np.ndarray, size: int) -> np.ndarray:
@@ -83,16 +86,14 @@ def no_repeat_ngram(history: np.ndarray, scores: np.ndarray, size: int) -> np.nd
     windows = np.lib.stride_tricks.sliding_window_view(history, size, axis=1)
     matches = (windows[:, :, :-1] == suffix[:, None, :]).all(axis=2)
     rows, starts = np.nonzero(matches)
-    out = scores.copy()
-    out[rows, windows[rows, starts, -1]] = -np.inf
-    return out
+    scores[rows, windows[rows, starts, -1]] = -np.inf
+    return scores
 
 
 def bad_words(history: np.ndarray, scores: np.ndarray, sequences: tuple[tuple[int, ...], ...], eos: int) -> np.ndarray:
     """Ban the last token of every bad sequence whose other tokens end the row (single tokens: always).
     Like HF, a bad sequence that is exactly ``[eos]`` is ignored."""
     vocab = scores.shape[1]
-    out = scores.copy()
     for sequence in dict.fromkeys(sequences):
         if sequence == (eos,):
             continue
@@ -103,34 +104,33 @@ def bad_words(history: np.ndarray, scores: np.ndarray, sequences: tuple[tuple[in
             continue
         if prefix:
             rows = (history[:, history.shape[1] - len(prefix) :] == prefix).all(axis=1)
-            out[rows, last] = -np.inf
+            scores[rows, last] = -np.inf
         else:
-            out[:, last] = -np.inf
-    return out
+            scores[:, last] = -np.inf
+    return scores
 
 
 def min_length(history: np.ndarray, scores: np.ndarray, length: int, eos: int) -> np.ndarray:
     """Forbid eos while the row (start token included) is shorter than ``length``."""
-    if history.shape[1] >= length:
-        return scores
-    out = scores.copy()
-    out[:, eos] = -np.inf
-    return out
+    if history.shape[1] < length:
+        scores[:, eos] = -np.inf
+    return scores
 
 
 def forced_eos(history: np.ndarray, scores: np.ndarray, max_length: int, eos: int) -> np.ndarray:
     """On the last possible step (one token short of ``max_length``) only ``eos`` is allowed, with score 0."""
-    if history.shape[1] != max_length - 1:
-        return scores
-    out = np.full_like(scores, -np.inf)
-    out[:, eos] = 0.0
-    return out
+    if history.shape[1] == max_length - 1:
+        scores[:] = -np.inf
+        scores[:, eos] = 0.0
+    return scores
 
 
 def log_softmax(scores: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax in float32, computed as torch does: ``(x - max) - log(sum(exp(x - max)))``."""
+    """Row-wise log-softmax in float32 (a new array), computed as torch does:
+    ``(x - max) - log(sum(exp(x - max)))``."""
     shifted = scores - scores.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    shifted -= np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return shifted
 
 
 def process_scores(history: np.ndarray, scores: np.ndarray, settings: DecodingSettings) -> np.ndarray:
@@ -157,13 +157,15 @@ def process_scores(history: np.ndarray, scores: np.ndarray, settings: DecodingSe
 
 def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings) -> list[Hypothesis]:
     """Pick the highest processed score at every step (HF ``_sample`` with ``do_sample=False``)."""
+    if batch_size == 0:
+        return []
     results: list[Hypothesis | None] = [None] * batch_size
     sentence = np.arange(batch_size)  # source sentence of each running row
     history = np.full((batch_size, 1), settings.decoder_start_token_id, dtype=np.int64)
     total = np.zeros(batch_size, dtype=np.float32)
     while True:
         # 1. Next-token logits of every running row, then the logits processors (on raw logits here).
-        logits = np.asarray(decoder.step(np.ascontiguousarray(history[:, -1])), dtype=np.float32)
+        logits = np.array(decoder.step(np.ascontiguousarray(history[:, -1])), dtype=np.float32)
         scores = process_scores(history, logits, settings)
         # 2. Argmax (first index on ties, like torch.argmax) and its log-probability.
         tokens = scores.argmax(axis=1)
@@ -192,6 +194,8 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
     rank among the first ``num_beams`` compete for the finished slots with a length-penalised score, the best
     ``num_beams`` that do not stop become the next running beams.
     """
+    if batch_size == 0:
+        return []
     num_beams = settings.num_beams
     num_candidates = 2 * num_beams  # HF: max(2, 1 + number of eos ids) * num_beams
     max_generated = settings.max_length - 1
@@ -221,7 +225,8 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
         vocab = log_probs.shape[1]
 
         # 2. Add each beam's running score, flatten (beam, token) and keep the best 2 * num_beams candidates.
-        totals = (log_probs.reshape(active, num_beams, vocab) + running_scores[:, :, None]).reshape(active, -1)
+        log_probs += running_scores.reshape(-1, 1)
+        totals = log_probs.reshape(active, num_beams * vocab)
         top = _top_k(totals, num_candidates)
         cand_scores = np.take_along_axis(totals, top, axis=1)
         cand_rows = top // vocab + np.arange(active)[:, None] * num_beams  # parent row in `history`
@@ -300,17 +305,205 @@ def generate(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSet
     return greedy_search(decoder, batch_size, settings)
 
 
-def _top_k(values: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of the k largest values of every row, largest first; equal values: lower index first.
+# ----------------------------------------------------------------------------------------------------------
+# Top-k in torch.topk's exact order. torch documents no order for equal values; its CPU kernel leaves them
+# wherever libstdc++'s std::partial_sort (when k * 64 <= row length) or std::nth_element + std::sort put them.
+# Exact ties do happen (log-probs far below the best token round to the same float32; all -1e9 placeholders
+# are equal), so rows with ties replay those algorithms; rows without ties take a fast numpy path.
+# (torch.topk on CUDA orders ties differently; matching HF on GPU bit for bit is out of reach anyway.)
+# ----------------------------------------------------------------------------------------------------------
 
-    (torch.topk leaves the order of equal values unspecified; exact ties between real scores do not occur in
-    practice, and ties between -inf/-1e9 placeholders never decide the output.)
+
+def _top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of the k largest values of every row, largest first, in ``torch.topk``'s (CPU) order.
+
+    Rows may be long (num_beams * vocab), so each row is first narrowed to the blocks of columns that can hold
+    its top k. Values must not be NaN.
     """
-    kth_largest = np.partition(values, -k, axis=1)[:, -k]
-    result = np.empty((values.shape[0], k), dtype=np.int64)
-    for row, threshold in enumerate(kth_largest):
-        # Only columns at least as large as the k-th largest can make it; a stable sort keeps ties in index
-        # order.
-        columns = np.flatnonzero(values[row] >= threshold)
-        result[row] = columns[np.argsort(-values[row, columns], kind="stable")[:k]]
+    rows, width = values.shape
+    block = _TOP_K_BLOCK if width > 4 * _TOP_K_BLOCK else width
+    block_max = np.maximum.reduceat(values, np.arange(0, width, block), axis=1)
+    result = np.empty((rows, k), dtype=np.int64)
+    for row in range(rows):
+        # The k-th largest value is at least the k-th largest block maximum (the floor): skip blocks below it.
+        maxima = block_max[row]
+        floor = np.partition(maxima, -k)[-k] if len(maxima) >= k else np.float32(-np.inf)
+        columns = (np.flatnonzero(maxima >= floor)[:, None] * block + np.arange(block)).ravel()
+        columns = columns[columns < width]
+        candidates = values[row, columns]
+        # The k-th largest value itself: found above the floor if k values are there, else it is the floor.
+        above = np.flatnonzero(candidates > floor)
+        kth = np.partition(candidates[above], -k)[-k] if len(above) >= k else floor
+        above = above[candidates[above] > kth]
+        above = above[np.argsort(-candidates[above], kind="stable")]
+        equal = np.flatnonzero(candidates == kth)
+        sorted_above = candidates[above]
+        if len(equal) > 1 or np.any(sorted_above[1:] == sorted_above[:-1]):
+            result[row] = _torch_topk_row(values[row], k)  # ties: their order is up to torch's algorithm
+        else:
+            result[row] = columns[np.concatenate([above, equal])]
     return result
+
+
+def _torch_topk_row(row: np.ndarray, k: int) -> list[int]:
+    """torch.topk(row, k).indices on CPU: libstdc++'s algorithms on (value, index) pairs compared by value."""
+    if k * 64 <= len(row):
+        # std::partial_sort = heap select over the whole row, then sort_heap. Only values above the current
+        # heap top change the heap, so positions that cannot are skipped in bulk.
+        heap = [(float(row[j]), j) for j in range(k)]
+        _make_heap(heap, 0, k)
+        pending = np.flatnonzero(row[k:] > heap[0][0]) + k
+        while len(pending):
+            for j in pending[:64].tolist():
+                if float(row[j]) > heap[0][0]:
+                    _adjust_heap(heap, 0, 0, k, (float(row[j]), j))
+            pending = pending[64:]
+            pending = pending[row[pending] > heap[0][0]]
+        _sort_heap(heap, 0, k)
+        return [j for _, j in heap]
+    queue = [(float(value), j) for j, value in enumerate(row.tolist())]
+    _introselect(queue, 0, k - 1, len(queue), 2 * (len(queue).bit_length() - 1))
+    _sort(queue, 0, k - 1)
+    return [j for _, j in queue[:k]]
+
+
+# libstdc++ (bits/stl_heap.h, bits/stl_algo.h) with the comparison "a before b iff a.value > b.value".
+_Pair = tuple[float, int]
+
+
+def _adjust_heap(q: list[_Pair], first: int, hole: int, length: int, value: _Pair) -> None:
+    top = child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if q[first + child][0] > q[first + child - 1][0]:
+            child -= 1
+        q[first + hole] = q[first + child]
+        hole = child
+    if length % 2 == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        q[first + hole] = q[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and q[first + parent][0] > value[0]:
+        q[first + hole] = q[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    q[first + hole] = value
+
+
+def _make_heap(q: list[_Pair], first: int, last: int) -> None:
+    length = last - first
+    if length < 2:
+        return
+    for parent in range((length - 2) // 2, -1, -1):
+        _adjust_heap(q, first, parent, length, q[first + parent])
+
+
+def _pop_heap(q: list[_Pair], first: int, last: int, result: int) -> None:
+    value = q[result]
+    q[result] = q[first]
+    _adjust_heap(q, first, 0, last - first, value)
+
+
+def _sort_heap(q: list[_Pair], first: int, last: int) -> None:
+    while last - first > 1:
+        last -= 1
+        _pop_heap(q, first, last, last)
+
+
+def _heap_select(q: list[_Pair], first: int, middle: int, last: int) -> None:
+    _make_heap(q, first, middle)
+    for i in range(middle, last):
+        if q[i][0] > q[first][0]:
+            _pop_heap(q, first, middle, i)
+
+
+def _move_median_to_first(q: list[_Pair], result: int, a: int, b: int, c: int) -> None:
+    if q[a][0] > q[b][0]:
+        if q[b][0] > q[c][0]:
+            median = b
+        elif q[a][0] > q[c][0]:
+            median = c
+        else:
+            median = a
+    elif q[a][0] > q[c][0]:
+        median = a
+    elif q[b][0] > q[c][0]:
+        median = c
+    else:
+        median = b
+    q[result], q[median] = q[median], q[result]
+
+
+def _unguarded_partition_pivot(q: list[_Pair], first: int, last: int) -> int:
+    _move_median_to_first(q, first, first + 1, first + (last - first) // 2, last - 1)
+    pivot, low, high = q[first][0], first + 1, last
+    while True:
+        while q[low][0] > pivot:
+            low += 1
+        high -= 1
+        while pivot > q[high][0]:
+            high -= 1
+        if low >= high:
+            return low
+        q[low], q[high] = q[high], q[low]
+        low += 1
+
+
+def _unguarded_linear_insert(q: list[_Pair], last: int) -> None:
+    value = q[last]
+    while value[0] > q[last - 1][0]:
+        q[last] = q[last - 1]
+        last -= 1
+    q[last] = value
+
+
+def _insertion_sort(q: list[_Pair], first: int, last: int) -> None:
+    for i in range(first + 1, last):
+        if q[i][0] > q[first][0]:
+            q[first : i + 1] = [q[i], *q[first:i]]
+        else:
+            _unguarded_linear_insert(q, i)
+
+
+def _introselect(q: list[_Pair], first: int, nth: int, last: int, depth: int) -> None:
+    """std::nth_element."""
+    if first == last or nth == last:
+        return
+    while last - first > 3:
+        if depth == 0:
+            _heap_select(q, first, nth + 1, last)
+            q[first], q[nth] = q[nth], q[first]
+            return
+        depth -= 1
+        cut = _unguarded_partition_pivot(q, first, last)
+        if cut <= nth:
+            first = cut
+        else:
+            last = cut
+    _insertion_sort(q, first, last)
+
+
+def _introsort_loop(q: list[_Pair], first: int, last: int, depth: int) -> None:
+    while last - first > 16:
+        if depth == 0:
+            _heap_select(q, first, last, last)
+            _sort_heap(q, first, last)
+            return
+        depth -= 1
+        cut = _unguarded_partition_pivot(q, first, last)
+        _introsort_loop(q, cut, last, depth)
+        last = cut
+
+
+def _sort(q: list[_Pair], first: int, last: int) -> None:
+    """std::sort."""
+    if last - first < 2:
+        return
+    _introsort_loop(q, first, last, 2 * ((last - first).bit_length() - 1))
+    if last - first > 16:
+        _insertion_sort(q, first, first + 16)
+        for i in range(first + 16, last):
+            _unguarded_linear_insert(q, i)
+    else:
+        _insertion_sort(q, first, last)

@@ -23,13 +23,13 @@ transformers = pytest.importorskip("transformers")
 from transformers import GenerationConfig, MarianConfig, MarianMTModel  # noqa: E402
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache  # noqa: E402
 from transformers.generation import logits_process as hf_processors  # noqa: E402
-from transformers.masking_utils import create_bidirectional_mask  # noqa: E402
 
 from enzh import decoding  # noqa: E402
 from enzh.decoding import Hypothesis, beam_search, generate, greedy_search  # noqa: E402
 from enzh.options import DecodingSettings  # noqa: E402
 
 EOS = 0
+_IMPOSSIBLE = np.float32(-1.0e9)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -124,15 +124,7 @@ class TorchDecoder:
         with torch.no_grad():
             encoded = model.model.encoder(input_ids=input_ids, attention_mask=attention_mask)
         self.encoder_states = encoded.last_hidden_state
-        # The cross-attention mask as generate() lets the decoder build it for the whole batch: 4D if any source
-        # is padded, None if none is. Built once here: HF never drops rows, so its choice (and attention kernel)
-        # stays fixed; rebuilding it after dropping the padded rows would switch kernels and float rounding.
-        self.encoder_mask = create_bidirectional_mask(
-            config=model.config,
-            inputs_embeds=self.encoder_states[:, :1],
-            attention_mask=attention_mask,
-            encoder_hidden_states=self.encoder_states,
-        )
+        self.encoder_mask = attention_mask
         self.cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
 
     def step(self, tokens: np.ndarray) -> np.ndarray:
@@ -154,8 +146,7 @@ class TorchDecoder:
         index = torch.from_numpy(rows)
         self.cache.reorder_cache(index)  # index_select on every self- and cross-attention key/value tensor
         self.encoder_states = self.encoder_states.index_select(0, index)
-        if self.encoder_mask is not None:
-            self.encoder_mask = self.encoder_mask.index_select(0, index)
+        self.encoder_mask = self.encoder_mask.index_select(0, index)
 
 
 class CountingDecoder:
@@ -250,13 +241,14 @@ def assert_same(actual: list[Hypothesis], expected: list[Hypothesis], what: str)
 
 
 def settings_for(spec: ModelSpec, max_new_tokens: int, **overrides: Any) -> DecodingSettings:
+    """Marian-style settings: decoding starts from pad, which must never be generated."""
+    options: dict[str, Any] = {"bad_words_ids": ((spec.pad,),), **overrides}
     return DecodingSettings(
         decoder_start_token_id=spec.pad,
         eos_token_id=EOS,
         pad_token_id=spec.pad,
         max_length=max_new_tokens + 1,
-        bad_words_ids=((spec.pad,),),
-        **overrides,
+        **options,
     )
 
 
@@ -341,6 +333,38 @@ def test_cases_cover_enough_sentences_and_lengths() -> None:
     assert len(lengths) >= 20
     assert stopped_early >= total // 2
     assert varied_cases >= 12
+
+
+# Found by a long randomized comparison: exact float32 ties between beam candidates, which torch.topk orders
+# its own way (its CPU kernel uses std::partial_sort / std::nth_element; see enzh.decoding._top_k).
+TIE_CASES: dict[str, tuple[ModelSpec, dict[str, Any], int]] = {
+    "tie-within-one-beam": (
+        ModelSpec(12, 200, 48, 2, 2, True, True, 0.15, False, (1.0, 50.0)),
+        {"no_repeat_ngram_size": 2, "repetition_penalty": 2.0, "min_length": 6},
+        4292,
+    ),
+    "tie-across-beams": (
+        ModelSpec(11, 64, 32, 1, 4, False, False, 0.3, True, (0.5, 30.0)),
+        {"repetition_penalty": 1.3, "bad_words_ids": ((63,), (60, 7), (25,), (63, 45))},
+        353463,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(TIE_CASES))
+def test_exact_ties_are_ordered_like_torch_topk(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, options, seed = TIE_CASES[name]
+    settings = settings_for(spec, 40, num_beams=3, length_penalty=2.0, early_stopping="never", **options)
+    sources = make_sources(spec, 3, seed)
+    expected = hf_generate(spec, sources, settings)
+    assert_same(ours(spec, sources, settings), expected, name)
+
+    # The case has teeth: breaking ties by lower index instead gives a different translation.
+    def lowest_index_first(row: np.ndarray, k: int) -> list[int]:
+        return [int(i) for i in np.argsort(-row, kind="stable")[:k]]
+
+    monkeypatch.setattr(decoding, "_torch_topk_row", lowest_index_first)
+    assert [h.token_ids for h in ours(spec, sources, settings)] != [h.token_ids for h in expected]
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])
@@ -506,21 +530,27 @@ def test_processors_match_hf(seed: int) -> None:
     np.testing.assert_allclose(decoding.log_softmax(scores), normalized, rtol=0, atol=2e-6)
 
 
-def test_top_k_order_and_ties() -> None:
-    """Largest first, equal values by lower column, also across the blocks of a long row."""
-    rng = np.random.default_rng(0)
-    values = rng.normal(size=(5, 4 * 3000)).astype(np.float32)
-    values[1, [7, 9000, 4000, 200]] = 10.0  # a four-way tie at the top
-    values[2, :] = -np.inf
-    values[2, [11000, 5]] = [1.0, 2.0]  # only two finite values: the rest are the lowest -inf columns
-    values[3, ::2] = 3.0  # thousands of ties
-    got = decoding._top_k(values, 8)
-    expected = np.array([np.lexsort((np.arange(values.shape[1]), -row))[:8] for row in values])
-    np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(got[1, :4], [7, 200, 4000, 9000])
-    np.testing.assert_array_equal(got[2], [5, 11000, 0, 1, 2, 3, 4, 6])
-    short = values[:, :10]
-    np.testing.assert_array_equal(decoding._top_k(short, 3), [np.lexsort((np.arange(10), -row))[:3] for row in short])
+@pytest.mark.parametrize("width", [*range(1, 20), 24, 63, 64, 65, 200, 640, 4000, 4 * 65001])
+def test_top_k_matches_torch_topk_even_with_ties(width: int) -> None:
+    """Same indices in the same order as torch.topk, also for equal values (torch's CPU order depends on
+    std::partial_sort / std::nth_element, which _top_k replays)."""
+    rng = np.random.default_rng(width)
+    for trial in range(12):
+        k = min(width, int(rng.choice([1, 2, 3, 4, 5, 8, 10, 17, 20])))
+        rows = int(rng.integers(1, 4))
+        kind = trial % 4
+        if kind == 0:  # a few distinct values: ties everywhere
+            values = rng.integers(0, int(rng.choice([2, 3, 5, 50])), size=(rows, width)).astype(np.float32)
+        elif kind == 1:  # no ties
+            values = (rng.normal(size=(rows, width)) * 3).astype(np.float32)
+        elif kind == 2:  # beam bookkeeping: -1e9 placeholders that round to equal float32 values
+            values = rng.normal(size=(rows, width)).astype(np.float32) + _IMPOSSIBLE
+            values[:, : width // 4] = rng.normal(size=(rows, width // 4))
+        else:  # forced eos: almost everything -inf
+            values = np.full((rows, width), -np.inf, dtype=np.float32)
+            values[:, rng.integers(0, width, size=3)] = -1.0
+        expected = torch.topk(torch.from_numpy(values), k).indices.numpy()
+        np.testing.assert_array_equal(decoding._top_k(values, k), expected, err_msg=f"{kind=} {k=}")
 
 
 def test_decoding_module_imports_only_numpy() -> None:
