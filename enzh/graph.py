@@ -147,6 +147,14 @@ class GraphBuilder:
             epsilon=eps,
         )
 
+    def residual_norm(self, h: str, sublayer: str, norm: str, arch: MarianArch) -> str:
+        """Marian is post-norm: LayerNorm(h + sublayer(h))."""
+        return self.layer_norm(self.op1("Add", [h, sublayer]), norm, arch.layer_norm_eps)
+
+    def feed_forward(self, h: str, prefix: str, arch: MarianArch) -> str:
+        ffn = self.linear(self.activation(self.linear(h, f"{prefix}.fc1"), arch.activation), f"{prefix}.fc2")
+        return self.residual_norm(h, ffn, f"{prefix}.ffn_ln", arch)
+
     def activation(self, x: str, kind: str) -> str:
         if kind in ("swish", "silu"):
             return self.op1("Mul", [x, self.op1("Sigmoid", [x])])
@@ -230,13 +238,8 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx
             g.heads(v, heads, dh, [0, 2, 1, 3]),
             bias,
         )
-        h = g.layer_norm(
-            g.op1("Add", [h, g.linear(g.merge_heads(ctx, d), f"{p}.out")]),
-            f"{p}.attn_ln",
-            arch.layer_norm_eps,
-        )
-        ffn = g.linear(g.activation(g.linear(h, f"{p}.fc1"), arch.activation), f"{p}.fc2")
-        h = g.layer_norm(g.op1("Add", [h, ffn]), f"{p}.ffn_ln", arch.layer_norm_eps)
+        h = g.residual_norm(h, g.linear(g.merge_heads(ctx, d), f"{p}.out"), f"{p}.attn_ln", arch)
+        h = g.feed_forward(h, p, arch)
     outputs = [_f32("cross_bias", ["batch", 1, 1, "src_len"])]
     g.nodes.append(helper.make_node("Identity", [bias], ["cross_bias"]))
     dd = arch.d_model // arch.decoder_heads
@@ -297,21 +300,12 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
         )
         key_t = g.op1("Transpose", [f"present_key_{i}"], perm=[0, 1, 3, 2])
         ctx = g.attend(g.heads(q, heads, dh, [0, 2, 1, 3]), key_t, f"present_value_{i}", None)
-        h = g.layer_norm(
-            g.op1("Add", [h, g.linear(g.merge_heads(ctx, d), f"{p}.out")]),
-            f"{p}.attn_ln",
-            arch.layer_norm_eps,
-        )
+        h = g.residual_norm(h, g.linear(g.merge_heads(ctx, d), f"{p}.out"), f"{p}.attn_ln", arch)
         # Cross-attention against the keys/values the encoder graph computed once.
         q = g.heads(g.linear(h, f"{p}.cross_q"), heads, dh, [0, 2, 1, 3])
         ctx = g.attend(q, f"cross_key_{i}", f"cross_value_{i}", "cross_bias")
-        h = g.layer_norm(
-            g.op1("Add", [h, g.linear(g.merge_heads(ctx, d), f"{p}.cross_out")]),
-            f"{p}.cross_ln",
-            arch.layer_norm_eps,
-        )
-        ffn = g.linear(g.activation(g.linear(h, f"{p}.fc1"), arch.activation), f"{p}.fc2")
-        h = g.layer_norm(g.op1("Add", [h, ffn]), f"{p}.ffn_ln", arch.layer_norm_eps)
+        h = g.residual_norm(h, g.linear(g.merge_heads(ctx, d), f"{p}.cross_out"), f"{p}.cross_ln", arch)
+        h = g.feed_forward(h, p, arch)
     # Output projection for the new position only: logits = h @ E^T + final_logits_bias (E stored once).
     flat = g.op1("Reshape", [h, g.const([-1, d])])
     g.nodes.append(
