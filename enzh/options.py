@@ -86,9 +86,6 @@ class TranslateOptions:
     beam_size: int | None = None
     max_new_tokens: int | None = None
     target: str | None = None
-    length_penalty: float | None = None
-    no_repeat_ngram_size: int | None = None
-    repetition_penalty: float | None = None
 
     def __post_init__(self) -> None:
         _check(self.beam_size is None or self.beam_size >= 1, f"beam_size must be >= 1, got {self.beam_size}")
