@@ -69,3 +69,14 @@ def tiny_export(tiny_source, tmp_path_factory: pytest.TempPathFactory):
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def demo_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped demo model, exported (and validated) once per session."""
+    from enzh.default_model import DEMO_SOURCE
+    from enzh.export import ExportOptions, export
+
+    out = tmp_path_factory.mktemp("demo-onnx")
+    export(str(DEMO_SOURCE), out, ExportOptions(force=True, progress=False))
+    return out
