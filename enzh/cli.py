@@ -1,4 +1,4 @@
-"""Command line: ``enzh export | translate | validate | train-demo``.
+"""Command line: ``enzh export | quantize | translate | validate | train-demo``.
 
 A thin layer: every flag maps to a field of an options dataclass or a function argument.
 """
@@ -9,6 +9,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 logger = logging.getLogger("enzh")
 
@@ -21,6 +22,23 @@ def _positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
     return number
+
+
+def _precision_flags(p: argparse.ArgumentParser, default: str | None) -> None:
+    choices = ["fp32", "int8", "int4", "fp16"] if default else ["int8", "int4", "fp16"]
+    p.add_argument(
+        "--precision",
+        choices=choices,
+        default=default,
+        required=default is None,
+        help="weights of the written model (see docs/precision.md)" + (f"; default {default}" if default else ""),
+    )
+    p.add_argument(
+        "--block-size",
+        type=_positive,
+        help="quantization block, 16..256 (default: int8 128, used by its embedding table; int4 64)",
+    )
+    p.add_argument("--accuracy-level", type=int, help="int8/int4 MatMulNBits compute type (4 = int8, default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--default-target", help="language token used when a call gives no target (default: >>cmn_Hans<<)")
     p.add_argument("--atol", type=float, default=1e-4, help="max abs difference allowed by validation (default 1e-4)")
     p.add_argument("--no-validate", action="store_true", help="skip the numerical validation against PyTorch")
+    _precision_flags(p, default="fp32")
+
+    p = sub.add_parser("quantize", help="derive an int8, int4 or fp16 variant from an fp32 model directory")
+    p.add_argument("model_dir", metavar="DIR", help="fp32 model directory written by `enzh export`")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="directory to write (must be empty unless --force)")
+    p.add_argument("--force", action="store_true", help="overwrite a non-empty OUT_DIR")
+    _precision_flags(p, default=None)
 
     p = sub.add_parser("translate", help="translate TEXT arguments, or stdin one sentence per line")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="English text; none: read lines from stdin")
@@ -59,10 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--sentences", help="file with one English sentence per line (default: a built-in set)")
 
-    p = sub.add_parser("train-demo", help="train the small demo EN->ZH model (about 20 minutes on 2 cores)")
+    p = sub.add_parser("train-demo", help="train the small demo EN->ZH model (about 25 minutes on 2 cores)")
     p.add_argument("out_dir", metavar="OUT_DIR")
     p.add_argument("--steps", type=_positive)
     p.add_argument("--seed", type=int)
+    p.add_argument("--threads", type=_positive, help="torch CPU threads (default: 2, or 1 when the CPU is busy)")
+
+    p = sub.add_parser("eval", help="exact match, chrF and BLEU of a model directory on a test set (TSV en<TAB>zh)")
+    p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
+    p.add_argument("--test", help="TSV file, one 'english<TAB>chinese' pair per line (default: the demo held-out set)")
+    p.add_argument(
+        "--beam-size", type=_positive, action="append", help="beam width; repeat for several (default 1 and 4)"
+    )
+    p.add_argument("--limit", type=_positive, help="evaluate only the first N pairs")
     return parser
 
 
@@ -70,10 +104,15 @@ def _read_lines(stream: object) -> list[str]:
     return [line.rstrip("\n") for line in stream]  # type: ignore[attr-defined]
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from enzh.export import ExportOptions, export
+def _quantize_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {"precision": args.precision, "block_size": args.block_size, "accuracy_level": args.accuracy_level}
 
-    manifest = export(
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from enzh.export import ExportOptions
+    from enzh.quantize import export_variant
+
+    manifest = export_variant(
         args.source,
         args.out_dir,
         ExportOptions(
@@ -83,9 +122,19 @@ def cmd_export(args: argparse.Namespace) -> int:
             validate=not args.no_validate,
             atol=args.atol,
         ),
+        **_quantize_settings(args),
     )
     total = sum(f["size"] for f in manifest.files.values())
     print(f"exported {manifest.source['id']} -> {args.out_dir} ({total / 1e6:.1f} MB, {manifest.precision})")
+    return 0
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    from enzh.quantize import quantize
+
+    manifest = quantize(args.model_dir, args.out_dir, force=args.force, **_quantize_settings(args))
+    total = sum(f["size"] for f in manifest.files.values())
+    print(f"quantized {args.model_dir} -> {args.out_dir} ({total / 1e6:.1f} MB, {manifest.precision})")
     return 0
 
 
@@ -122,15 +171,33 @@ def cmd_train_demo(args: argparse.Namespace) -> int:
         argv += ["--steps", str(args.steps)]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
+    if args.threads is not None:
+        argv += ["--threads", str(args.threads)]
     result = train_main(argv)
     return int(result or 0)
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from enzh.evaluate import HEADER, evaluate, load_pairs
+    from enzh.translator import Translator
+
+    translator = Translator.load(args.model)
+    pairs = load_pairs(args.test, args.limit)
+    name = args.model or "demo (embedded)"
+    print(HEADER)
+    for beams in args.beam_size or [1, 4]:
+        label = f"{name} {translator.manifest.precision} ONNX, beam {beams}"
+        print(evaluate(translator, pairs, beam_size=beams, label=label).row(), flush=True)
+    return 0
+
+
 COMMANDS = {
     "export": cmd_export,
+    "quantize": cmd_quantize,
     "translate": cmd_translate,
     "validate": cmd_validate,
     "train-demo": cmd_train_demo,
+    "eval": cmd_eval,
 }
 
 
@@ -147,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from enzh.manifest import ModelDirError
 
         name = type(exc).__name__
-        if isinstance(exc, ModelDirError) or name == "ExportError":
+        if isinstance(exc, ModelDirError) or name in ("ExportError", "QuantizeError"):
             print(f"enzh {args.command}: error: {exc}", file=sys.stderr)
             return 2
         raise
