@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from enzh.server import add_serve_parser, cmd_serve
+
 logger = logging.getLogger("enzh")
 
 
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--beam-size", type=_positive, action="append", help="beam width; repeat for several (default 1 and 4)"
     )
     p.add_argument("--limit", type=_positive, help="evaluate only the first N pairs")
+    add_serve_parser(sub)
     return parser
 
 
@@ -198,6 +201,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "train-demo": cmd_train_demo,
     "eval": cmd_eval,
+    "serve": cmd_serve,
 }
 
 

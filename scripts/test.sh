@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
+bash scripts/ci_deps.sh
 .venv/bin/ruff format --check enzh tests
 .venv/bin/ruff check enzh tests
 .venv/bin/mypy enzh

@@ -1,0 +1,248 @@
+"""Load benchmark of the HTTP service: N clients for T seconds, with and without dynamic batching.
+
+    python -m enzh.server_bench --clients 1,4,16 --seconds 20          # starts its own servers
+    python -m enzh.server_bench --url http://127.0.0.1:8000 --clients 16    # an already running server
+
+Each client sends one request, waits for the answer, and sends the next (closed loop). Requests hold 1 to 4
+sentences from the demo model's held-out set. Reports throughput (requests and sentences per second), latency
+percentiles, errors, and the ratio of the p99 under load to the median latency of a single request on an idle
+server. Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from enzh.default_model import DEMO_SOURCE
+
+
+@dataclass
+class Result:
+    mode: str
+    clients: int
+    seconds: float
+    requests: int
+    sentences: int
+    errors: int
+    statuses: dict[str, int]
+    single_p50_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.seconds
+
+    @property
+    def sentences_per_s(self) -> float:
+        return self.sentences / self.seconds
+
+    @property
+    def p99_ratio(self) -> float:
+        return self.p99_ms / self.single_p50_ms if self.single_p50_ms else float("nan")
+
+    def row(self) -> str:
+        return (
+            f"| {self.mode} | {self.clients} | {self.requests_per_s:.1f} | {self.sentences_per_s:.1f} | "
+            f"{self.p50_ms:.0f} | {self.p95_ms:.0f} | {self.p99_ms:.0f} | {self.single_p50_ms:.0f} | "
+            f"{self.p99_ratio:.1f}x | {self.errors} |"
+        )
+
+
+HEADER = (
+    "| mode | clients | requests/s | sentences/s | p50 ms | p95 ms | p99 ms | single-request p50 ms "
+    "| p99 / single | errors |\n|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def workload(seed: int = 0) -> list[tuple[str, int]]:
+    """Requests of 1 to 4 held-out sentences: (text, sentence count)."""
+    lines = (DEMO_SOURCE / "test.tsv").read_text(encoding="utf-8").splitlines()
+    english = [line.split("\t")[0] for line in lines]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(500):
+        k = rng.randint(1, 4)
+        out.append((" ".join(rng.sample(english, k)), k))
+    return out
+
+
+async def _single(url: str, requests: list[tuple[str, int]], beam: int | None, n: int) -> list[float]:
+    import httpx
+
+    latencies = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        for text, _ in requests[:n]:
+            start = time.perf_counter()
+            response = await client.post("/v1/translate", json=_payload(text, beam))
+            response.raise_for_status()
+            latencies.append((time.perf_counter() - start) * 1000)
+    return latencies
+
+
+def _payload(text: str, beam: int | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"text": text}
+    if beam is not None:
+        payload["beam_size"] = beam
+    return payload
+
+
+async def _load(
+    url: str, requests: list[tuple[str, int]], beam: int | None, clients: int, seconds: float
+) -> tuple[list[float], int, dict[str, int], float]:
+    import httpx
+
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    sentences = 0
+    stop_at = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async def client_loop(index: int, client: httpx.AsyncClient) -> None:
+        nonlocal sentences
+        position = index * 37
+        while time.perf_counter() < stop_at:
+            text, count = requests[position % len(requests)]
+            position += 1
+            start = time.perf_counter()
+            try:
+                response = await client.post("/v1/translate", json=_payload(text, beam))
+                status = str(response.status_code)
+            except httpx.HTTPError as exc:
+                status = type(exc).__name__
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == "200":
+                latencies.append((time.perf_counter() - start) * 1000)
+                sentences += count
+            elif status == "429":
+                await asyncio.sleep(0.05)
+
+    started = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        await asyncio.gather(*(client_loop(i, client) for i in range(clients)))
+    return latencies, sentences, statuses, time.perf_counter() - started
+
+
+def single_latencies(url: str, beam: int | None, n: int = 30) -> list[float]:
+    """Latencies of ``n`` requests sent one after another to an otherwise idle server (after a warm-up)."""
+    requests = workload()
+    asyncio.run(_single(url, requests, beam, 5))
+    return asyncio.run(_single(url, requests, beam, n))
+
+
+def measure(url: str, mode: str, clients: int, seconds: float, beam: int | None, single: list[float]) -> Result:
+    latencies, sentences, statuses, elapsed = asyncio.run(_load(url, workload(), beam, clients, seconds))
+    return Result(
+        mode=mode,
+        clients=clients,
+        seconds=elapsed,
+        requests=len(latencies),
+        sentences=sentences,
+        errors=sum(n for s, n in statuses.items() if s != "200"),
+        statuses=statuses,
+        single_p50_ms=percentile(single, 50),
+        p50_ms=percentile(latencies, 50),
+        p95_ms=percentile(latencies, 95),
+        p99_ms=percentile(latencies, 99),
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Server:
+    def __init__(self, extra: list[str]) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "enzh.server", "--port", str(self.port), "--log-level", "warning", *extra],
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+
+    def __enter__(self) -> _Server:
+        import httpx
+
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited with {self.proc.returncode}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("the server did not become ready")
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m enzh.server_bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="benchmark this running server instead of starting servers")
+    parser.add_argument("--model", help="model directory for the servers started here (default: the demo model)")
+    parser.add_argument("--clients", default="1,4,16", help="comma-separated client counts (default 1,4,16)")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--beam-size", type=int, help="beam width sent with every request (default: the server's)")
+    parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime threads of the started servers")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+
+    counts = [int(c) for c in str(args.clients).split(",") if c.strip()]
+    results = []
+
+    def run_all(url: str, mode: str) -> None:
+        single = single_latencies(url, args.beam_size)
+        for clients in counts:
+            results.append(measure(url, mode, clients, args.seconds, args.beam_size, single))
+            print(f"{mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
+
+    if args.url:
+        run_all(args.url.rstrip("/"), "given server")
+    else:
+        base = ["--threads", str(args.threads)] + (["--model", args.model] if args.model else [])
+        for mode, extra in (("dynamic batching", []), ("one request at a time", ["--no-batching"])):
+            with _Server(base + extra) as server:
+                run_all(server.url, mode)
+    print(HEADER)
+    for result in results:
+        print(result.row())
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([asdict(r) | {"requests_per_s": r.requests_per_s} for r in results], indent=2) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

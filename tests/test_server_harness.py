@@ -1,0 +1,169 @@
+"""Helpers for the server tests: a real uvicorn server on 127.0.0.1 (random free port) in a thread or process.
+
+Imported by the other tests/test_server_*.py files; holds no tests and no fixtures itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from enzh.server import ServeOptions, create_app
+
+# Sentences from the demo model's domain (its held-out test set), for realistic mixed-length requests.
+SENTENCES = [
+    "The weather is nice today.",
+    "I would like a cup of coffee.",
+    "The meeting has been postponed.",
+    "Where is the train station?",
+    "My brother is taller than me.",
+]
+
+
+class ThreadServer:
+    """uvicorn serving ``app`` from a daemon thread on a free port of 127.0.0.1."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def service(self) -> Any:
+        return self.app.state.service
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 120) -> ThreadServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        if wait_ready:
+            wait_ready_url(self.url, deadline - time.monotonic())
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+def wait_ready_url(url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.get(f"{url}/readyz", timeout=5)
+            if response.status_code == 200:
+                return
+            last = response.text
+        except httpx.TransportError as exc:
+            last = repr(exc)
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} not ready after {timeout} s: {last}")
+
+
+@contextlib.contextmanager
+def running(options: ServeOptions, translator: Any = None, *, wait_ready: bool = True) -> Iterator[ThreadServer]:
+    server = ThreadServer(create_app(options, translator)).start(wait_ready=wait_ready)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ProcessServer:
+    """``python -m enzh.server`` in a subprocess (for signals: SIGTERM drain)."""
+
+    def __init__(self, model_dir: Path, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "enzh.server", "--model", str(model_dir), "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+
+    def wait_ready(self, timeout: float = 120) -> ProcessServer:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.output()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server not ready")
+
+    def output(self) -> str:
+        if self.proc.poll() is None:
+            return ""
+        return self.proc.stdout.read() if self.proc.stdout else ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def metric_value(text: str, name: str, **labels: str) -> float:
+    """Sum of the samples of ``name`` (with these labels) in Prometheus text."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        head, _, value = line.rpartition(" ")
+        metric, _, label_text = head.partition("{")
+        if metric != name:
+            continue
+        if all(f'{k}="{v}"' in label_text for k, v in labels.items()):
+            total += float(value)
+    return total
+
+
+_TRANSLATORS: dict[str, Any] = {}
+
+
+def shared_translator(model_dir: Path) -> Any:
+    """One loaded Translator per model directory for the whole test session (ONNX sessions are thread-safe)."""
+    from enzh.translator import Translator
+
+    key = str(model_dir)
+    if key not in _TRANSLATORS:
+        _TRANSLATORS[key] = Translator.load(model_dir)
+    return _TRANSLATORS[key]
