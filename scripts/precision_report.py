@@ -36,6 +36,7 @@ from enzh.manifest import Manifest  # noqa: E402
 from enzh.options import RuntimeOptions  # noqa: E402
 from enzh.quantize import DEFAULT_BLOCK_SIZE, compare_logits, quantize  # noqa: E402
 from enzh.sessions import ModelSessions  # noqa: E402
+from enzh.validate import SENTENCES  # noqa: E402
 
 DEMO_MODEL = ROOT / "enzh" / "demo" / "model"
 GATE_CHRF = 1.0
@@ -65,18 +66,7 @@ DEMO_VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 RSS_SENTENCES = [
-    "The weather is nice today.",
-    "I would like a cup of coffee.",
-    "The meeting has been postponed.",
-    "Where is the train station?",
-    "She has lived in Shanghai for three years, and she still loves the food there.",
-    "Please send me the report before Friday.",
-    "Hello!",
-    "How much does this book cost?",
-    "My brother is taller than me.",
-    "We visited the museum on March 5, 2024.",
-    "The children are playing in the park.",
-    "Could you speak more slowly, please?",
+    *SENTENCES,
     "The quick brown fox jumps over the lazy dog.",
     "I will call you tomorrow morning.",
     "This book is very interesting.",
