@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from enzh.bench import add_bench_parser, cmd_bench
 from enzh.server import add_serve_parser, cmd_serve
 
 logger = logging.getLogger("enzh")
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--beam-size", type=_positive, action="append", help="beam width; repeat for several (default 1 and 4)"
     )
     p.add_argument("--limit", type=_positive, help="evaluate only the first N pairs")
+    add_bench_parser(sub)
     add_serve_parser(sub)
     return parser
 
@@ -202,6 +204,7 @@ COMMANDS = {
     "train-demo": cmd_train_demo,
     "eval": cmd_eval,
     "serve": cmd_serve,
+    "bench": cmd_bench,
 }
 
 
