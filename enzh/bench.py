@@ -1066,8 +1066,16 @@ LATENCY_TARGETS: tuple[tuple[str, str, str, str, float], ...] = (
 SHAPED_NAME = "opus-mt-en-zh-shaped"
 
 
+NOISY_SPREAD = 2.0  # a cell whose slowest timed run took more than this many times its fastest is "noisy"
+
+
 def evaluate_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 6's targets checked against this run (only for the opus-mt-en-zh-shaped model); [] otherwise."""
+    """Issue 6's targets checked against this run (only for the opus-mt-en-zh-shaped model); [] otherwise.
+
+    Latency targets give the ratio of medians (``value``, what ``met`` judges) and the ratio of the fastest
+    runs (``value_min``: the least disturbed estimate when other processes compete for the CPUs), and flag
+    ``noisy`` when either cell's max/min exceeds :data:`NOISY_SPREAD`.
+    """
     if report["models"].get("fixed", {}).get("name") != SHAPED_NAME:
         return []
     by_key = {(r["case"], r["engine"]): r for r in report["results"]}
@@ -1078,20 +1086,30 @@ def evaluate_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         if case not in labels or not (mine and base and mine["status"] == base["status"] == "ok"):
             continue
         value = mine["median_ms"] / base["median_ms"]
-        out.append({"target": what, "cell": labels[case], "value": value, "limit": limit, "met": value <= limit})
+        out.append(
+            {
+                "target": what,
+                "cell": labels[case],
+                "value": value,
+                "value_min": mine["min_ms"] / base["min_ms"],
+                "limit": limit,
+                "met": value <= limit,
+                "noisy": any(r["max_ms"] > NOISY_SPREAD * r["min_ms"] for r in (mine, base)),
+            }
+        )
     groups = {e["id"]: e["groups"].get("fixed", {}) for e in report["engines"]}
     mine_info, ct2_info = groups.get("enzh-int8", {}), groups.get(CT2_BASELINE, {})
     if mine_info.get("peak_rss_mib") and ct2_info.get("peak_rss_mib"):
         value = mine_info["peak_rss_mib"] / ct2_info["peak_rss_mib"]
         out.append(
             {"target": "int8 peak RSS ≤ CTranslate2 int8's", "cell": "whole run", "value": value, "limit": 1.0}
-            | {"met": value <= 1.0}
+            | {"value_min": None, "met": value <= 1.0, "noisy": False}
         )
     if "first_translation_s" in mine_info:
         value = mine_info["first_translation_s"]
         out.append(
             {"target": "int8 load ≤ 1.5 s (start → first translation)", "cell": "—", "value": value, "limit": 1.5}
-            | {"met": value <= 1.5}
+            | {"value_min": None, "met": value <= 1.5, "noisy": False}
         )
     return out
 
@@ -1103,18 +1121,24 @@ def _targets_table(report: dict[str, Any]) -> list[str]:
     lines = [
         "## Issue 6 targets in this run",
         "",
-        "Latency targets are ratios of medians in the fixed-length cells above; RSS is the ratio of the two "
-        "processes' peaks on the shaped model; load time in seconds.",
+        "Latency targets: the ratio of the two engines' medians in the fixed-length cell (what *met* judges) and "
+        "the ratio of their fastest runs (the least disturbed estimate when other processes compete for the "
+        f"CPUs); *noisy*: the slowest run of either cell took over {NOISY_SPREAD:g}× its fastest, so that ratio "
+        "says little. RSS: the ratio of the two processes' peaks on the shaped model. Load: seconds.",
         "",
-        "| target | cell | this run | limit | met |",
-        "|---|---|---|---|---|",
+        "| target | cell | ratio of medians | ratio of fastest runs | limit | met |",
+        "|---|---|---|---|---|---|",
     ]
     for t in targets:
-        lines.append(
-            f"| {t['target']} | {t['cell']} | {t['value']:.2f} | {t['limit']:.2f} | {'yes' if t['met'] else '**no**'} |"
-        )
+        fastest = "—" if t.get("value_min") is None else f"{t['value_min']:.2f}"
+        verdict = ("yes" if t["met"] else "**no**") + (" (noisy)" if t.get("noisy") else "")
+        lines.append(f"| {t['target']} | {t['cell']} | {t['value']:.2f} | {fastest} | {t['limit']:.2f} | {verdict} |")
     met = sum(t["met"] for t in targets)
-    return [*lines, "", f"{met} of {len(targets)} targets met.", ""]
+    noisy = sum(bool(t.get("noisy")) for t in targets)
+    summary = f"{met} of {len(targets)} targets met by the medians" + (
+        f"; {noisy} of the {len(targets)} noisy." if noisy else "."
+    )
+    return [*lines, "", summary, ""]
 
 
 def _runs_text(settings: dict[str, Any]) -> str:
@@ -1126,6 +1150,17 @@ def _runs_text(settings: dict[str, Any]) -> str:
         f"round), each with {settings['warmup']} warm-up run(s) and {settings['repeats']} timed run(s); the "
         f"median of the {rounds * settings['repeats']} timed runs"
     )
+
+
+def _busiest_load(report: dict[str, Any]) -> float | None:
+    """The highest 1-minute load average seen at the start or end of any engine process (None: not recorded)."""
+    seen = [
+        info["load_average_range"][1]
+        for engine in report["engines"]
+        for info in engine["groups"].values()
+        if info.get("load_average_range")
+    ]
+    return max(seen) if seen else None
 
 
 def _ms(value: float) -> str:
@@ -1164,6 +1199,15 @@ def render_markdown(report: dict[str, Any], chart: str | None = None, rendered_b
     ]
     if report.get("note"):
         lines += [f"**Note**: {report['note']}", ""]
+    busiest = _busiest_load(report)
+    if busiest is not None and busiest > report["machine"]["logical_cpus"]:
+        lines += [
+            f"**Warning (automatic)**: the machine's load average reached {busiest:.1f} on "
+            f"{report['machine']['logical_cpus']} logical CPUs while engines ran: other processes competed for "
+            f"the CPUs, so these timings are not representative (engines that synchronise {settings['threads']} "
+            "threads at every operator suffer most). Rerun on an idle machine.",
+            "",
+        ]
     lines += [
         f"**Method**: every engine runs in its own fresh process ({settings['isolate']} isolation: one process "
         f"per {'engine and model' if settings['isolate'] == 'engine' else 'engine and case'}) with "

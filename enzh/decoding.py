@@ -34,11 +34,35 @@ _IMPOSSIBLE = np.float32(-1.0e9)
 _TOP_K_BLOCK = 128
 
 
+@dataclass(frozen=True)
+class Step:
+    """What one decoder step returns for every row. The arrays may be views of buffers that the next step
+    overwrites: use them before stepping again."""
+
+    logits: np.ndarray
+    """float32 [rows, vocab]: next-token logits."""
+    log_probs: np.ndarray
+    """float32 [rows, vocab]: log_softmax(logits)."""
+    top_log_probs: np.ndarray
+    """float32 [rows, k]: the k largest log_probs of every row, largest first."""
+    top_ids: np.ndarray
+    """int64 [rows, k]: their token ids (equal values: lower id first)."""
+
+    @classmethod
+    def from_logits(cls, logits: np.ndarray, top_k: int) -> Step:
+        """A step computed in numpy from logits (for decoders that only produce logits)."""
+        logits = np.asarray(logits, dtype=np.float32)
+        log_probs = log_softmax(logits)
+        ids = np.argsort(-log_probs, axis=1, kind="stable")[:, : min(top_k, logits.shape[1])]
+        return cls(logits, log_probs, np.take_along_axis(log_probs, ids, axis=1), ids)
+
+
 class IncrementalDecoder(Protocol):
     """A running batch of decoder rows with their key/value caches (one row = one hypothesis)."""
 
-    def step(self, tokens: np.ndarray) -> np.ndarray:
-        """Feed one token per row (int64, shape [rows]); return next-token logits, float32 [rows, vocab]."""
+    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+        """Feed one token per row (int64, shape [rows]); return the next-token scores with the ``top_k`` best
+        log-probabilities of every row."""
         ...
 
     def reorder(self, rows: np.ndarray) -> None:
@@ -151,6 +175,115 @@ def process_scores(history: np.ndarray, scores: np.ndarray, settings: DecodingSe
 
 
 # ----------------------------------------------------------------------------------------------------------
+# The fast path. With the usual settings the processors only ban fixed tokens (bad single-token words such as
+# pad, eos before min_length) and force eos on the last step. Such a step needs only each row's few best
+# log-probabilities (which the decoder returns, see Step.top_ids) and the probability mass of the banned
+# tokens; the forced last step needs no decoder run at all. Any other processor reads every score.
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _fixed_bans(length: int, settings: DecodingSettings) -> tuple[int, ...] | None:
+    """Tokens the processors ban in every row at this step (``length`` = tokens in each row so far), or None
+    when a processor depends on the row's scores or history."""
+    if settings.repetition_penalty != 1.0 or settings.no_repeat_ngram_size > 0:
+        return None
+    banned = []
+    for sequence in settings.bad_words_ids:
+        if len(sequence) > 1:
+            return None
+        if sequence != (settings.eos_token_id,):  # HF ignores a bad word that is exactly [eos]
+            banned.append(sequence[0])
+    if length < settings.min_length:
+        banned.append(settings.eos_token_id)
+    return tuple(dict.fromkeys(banned))
+
+
+def _is_forced_step(length: int, settings: DecodingSettings) -> bool:
+    """The last possible step, where forced_eos leaves only eos (whatever the model says)."""
+    return settings.forced_eos_token_id is not None and length == settings.max_length - 1
+
+
+def _check_vocab(bans: tuple[int, ...], step: Step) -> tuple[int, ...]:
+    vocab = step.logits.shape[1]
+    for token in bans:
+        if token >= vocab:
+            raise ValueError(f"bad_words_ids {(token,)} has ids outside the model vocabulary ({vocab})")
+    return bans
+
+
+def _best_allowed(step: Step, bans: tuple[int, ...], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``n`` (or fewer, when the step returned too few) allowed tokens of every row and their
+    log-probabilities, best first."""
+    ids, values = step.top_ids, step.top_log_probs
+    if bans:
+        allowed = ~np.isin(ids, bans)
+        order = np.argsort(~allowed, axis=1, kind="stable")  # allowed first, order kept
+        ids, values = np.take_along_axis(ids, order, axis=1), np.take_along_axis(values, order, axis=1)
+        n = min(n, int(allowed.sum(axis=1).min()))
+    return ids[:, :n], values[:, :n]
+
+
+def _log_allowed_mass(step: Step, bans: tuple[int, ...]) -> np.ndarray:
+    """log(sum of the probabilities of the allowed tokens) per row: what renormalizing after the bans
+    subtracts. log1p(-banned mass), or, when the banned mass is large enough for that to lose precision, the
+    log-sum-exp of the allowed log-probabilities."""
+    rows = step.log_probs.shape[0]
+    if not bans:
+        return np.zeros(rows, dtype=np.float32)
+    columns = list(bans)
+    banned = np.exp(step.log_probs[:, columns].astype(np.float64)).sum(axis=1)
+    result = np.log1p(-np.where(banned > 0.01, 0.0, banned))
+    for row in np.flatnonzero(banned > 0.01):
+        allowed = step.log_probs[row].copy()
+        allowed[columns] = -np.inf
+        top = allowed.max()
+        result[row] = top + np.log(np.exp(allowed - top).sum())
+    return result.astype(np.float32)
+
+
+def _beam_candidates_from_top(
+    step: Step, bans: tuple[int, ...], running_scores: np.ndarray, settings: DecodingSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Beam candidates from each row's best 2k+1 allowed tokens (k = num_beams), or None when that cannot
+    decide them exactly: too few tokens returned, or ties among the best 2k+1 (torch.topk orders equal values
+    its own way, which :func:`_top_k` reproduces from all scores)."""
+    num_beams = settings.num_beams
+    need = 2 * num_beams + 1
+    ids, values = _best_allowed(step, bans, need)
+    if ids.shape[1] < need:
+        return None
+    if settings.renormalize_logits:
+        values = values - _log_allowed_mass(step, bans)[:, None]
+    active = running_scores.shape[0]
+    # The best 2k of all (beam, token) pairs of a sentence are among its beams' best 2k + 1 each.
+    totals = (values + running_scores.reshape(-1, 1)).reshape(active, num_beams * need)
+    order = np.argsort(-totals, axis=1, kind="stable")[:, :need]
+    best = np.take_along_axis(totals, order, axis=1)
+    if np.any(best[:, 1:] >= best[:, :-1]):
+        return None
+    top = order[:, : 2 * num_beams]
+    cand_rows = top // need + np.arange(active)[:, None] * num_beams
+    cand_tokens = np.take_along_axis(ids.reshape(active, num_beams * need), top, axis=1)
+    return best[:, : 2 * num_beams], cand_rows, cand_tokens
+
+
+def _beam_candidates(
+    history: np.ndarray, log_probs: np.ndarray, running_scores: np.ndarray, settings: DecodingSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Beam candidates from all scores: the processors on the log-probabilities (modified in place), the
+    running scores added, the best 2k of each sentence's (beam, token) pairs in torch.topk's order."""
+    num_beams = settings.num_beams
+    log_probs = process_scores(history, log_probs, settings)
+    vocab = log_probs.shape[1]
+    active = running_scores.shape[0]
+    log_probs += running_scores.reshape(-1, 1)
+    totals = log_probs.reshape(active, num_beams * vocab)
+    top = _top_k(totals, 2 * num_beams)
+    cand_rows = top // vocab + np.arange(active)[:, None] * num_beams
+    return np.take_along_axis(totals, top, axis=1), cand_rows, top % vocab
+
+
+# ----------------------------------------------------------------------------------------------------------
 # Search strategies.
 # ----------------------------------------------------------------------------------------------------------
 
@@ -163,27 +296,47 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
     sentence = np.arange(batch_size)  # source sentence of each running row
     history = np.full((batch_size, 1), settings.decoder_start_token_id, dtype=np.int64)
     total = np.zeros(batch_size, dtype=np.float32)
+    vocab = 0  # known after the first step
     while True:
-        # 1. Next-token logits of every running row, then the logits processors (on raw logits here).
-        logits = np.array(decoder.step(np.ascontiguousarray(history[:, -1])), dtype=np.float32)
-        scores = process_scores(history, logits, settings)
-        # 2. Argmax (first index on ties, like torch.argmax) and its log-probability.
-        tokens = scores.argmax(axis=1)
-        log_probs = scores if settings.renormalize_logits else log_softmax(scores)
-        total = total + log_probs[np.arange(len(tokens)), tokens]
+        # 1. The next token of every running row and its log-probability after the logits processors: from the
+        #    step's best few when the processors only ban fixed tokens, else from all scores.
+        bans = _fixed_bans(history.shape[1], settings)
+        if vocab and _is_forced_step(history.shape[1], settings):
+            scores = np.zeros((len(history), vocab), dtype=np.float32)  # any scores will do
+            tokens, log_probs = _greedy_from_scores(history, scores, settings)
+        else:
+            step = decoder.step(np.ascontiguousarray(history[:, -1]), 1 + len(bans or ()))
+            vocab = step.logits.shape[1]
+            ids, values = _best_allowed(step, _check_vocab(bans, step), 1) if bans is not None else (None, None)
+            if ids is None or values is None or ids.shape[1] == 0:
+                tokens, log_probs = _greedy_from_scores(history, step.logits.copy(), settings)
+            else:
+                tokens, log_probs = ids[:, 0], values[:, 0] - _log_allowed_mass(step, bans or ())
+        total = total + log_probs
         history = np.concatenate([history, tokens[:, None]], axis=1)
-        # 3. A row is finished when it produced eos or reached max_length.
+        # 2. A row is finished when it produced eos or reached max_length.
         finished = (tokens == settings.eos_token_id) | (history.shape[1] >= settings.max_length)
         for row in np.flatnonzero(finished):
             results[sentence[row]] = Hypothesis(tuple(history[row, 1:].tolist()), float(total[row]))
         if finished.all():
             break
-        # 4. Drop the finished rows from the decoder.
+        # 3. Drop the finished rows from the decoder.
         if finished.any():
             keep = np.flatnonzero(~finished)
             decoder.reorder(keep)
             sentence, history, total = sentence[keep], history[keep], total[keep]
     return [hypothesis for hypothesis in results if hypothesis is not None]
+
+
+def _greedy_from_scores(
+    history: np.ndarray, logits: np.ndarray, settings: DecodingSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy choice from all scores: the processors on the raw logits, argmax (first index on ties, like
+    torch.argmax), and the chosen tokens' log-probabilities."""
+    scores = process_scores(history, logits, settings)
+    tokens = scores.argmax(axis=1)
+    log_probs = scores if settings.renormalize_logits else log_softmax(scores)
+    return tokens, log_probs[np.arange(len(tokens)), tokens]
 
 
 def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings) -> list[Hypothesis]:
@@ -214,23 +367,29 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
     kept_tokens = np.zeros((batch_size, num_beams, max_generated), dtype=np.int64)
     kept_lengths = np.zeros((batch_size, num_beams), dtype=np.int64)
     can_improve = np.ones(batch_size, dtype=bool)  # HF: is_early_stop_heuristic_unsatisfied
+    vocab = 0  # known after the first step
 
     while True:
         active = len(sentence)
         generated = history.shape[1]  # tokens generated once this step's token is appended
 
-        # 1. Log-softmax of the logits, then the logits processors on those log-probabilities.
-        logits = np.asarray(decoder.step(np.ascontiguousarray(history[:, -1])), dtype=np.float32)
-        log_probs = process_scores(history, log_softmax(logits), settings)
+        # 1-2. Log-softmax, the logits processors, each beam's running score added; of all (beam, token) pairs
+        #      the best 2 * num_beams are the candidates (cand_rows: their parent row in `history`).
+        last = np.ascontiguousarray(history[:, -1])
+        bans = _fixed_bans(generated, settings)
+        candidates = None
+        if vocab and _is_forced_step(generated, settings):
+            log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32))  # any scores will do
+        elif bans is None:
+            log_probs = decoder.step(last, 1).log_probs.copy()
+        else:
+            step = decoder.step(last, num_candidates + 1 + len(bans))
+            candidates = _beam_candidates_from_top(step, _check_vocab(bans, step), running_scores, settings)
+            log_probs = step.log_probs.copy() if candidates is None else step.log_probs
         vocab = log_probs.shape[1]
-
-        # 2. Add each beam's running score, flatten (beam, token) and keep the best 2 * num_beams candidates.
-        log_probs += running_scores.reshape(-1, 1)
-        totals = log_probs.reshape(active, num_beams * vocab)
-        top = _top_k(totals, num_candidates)
-        cand_scores = np.take_along_axis(totals, top, axis=1)
-        cand_rows = top // vocab + np.arange(active)[:, None] * num_beams  # parent row in `history`
-        cand_tokens = top % vocab
+        if candidates is None:
+            candidates = _beam_candidates(history, log_probs, running_scores, settings)
+        cand_scores, cand_rows, cand_tokens = candidates
 
         # 3. A candidate stops when it ends with eos or reaches max_length.
         cand_stops = (cand_tokens == settings.eos_token_id) | (generated >= max_generated)

@@ -32,13 +32,13 @@ def _fingerprint(directory: Path) -> str:
 
 def default_model_dir() -> Path:
     """Return the exported demo model, exporting it into the cache the first time (needs the [export] extra)."""
-    from enzh.manifest import MANIFEST
+    from enzh.manifest import FORMAT_VERSION, MANIFEST
 
     if not (DEMO_SOURCE / "config.json").is_file():
         raise FileNotFoundError(
             f"the embedded demo model is missing from {DEMO_SOURCE}; reinstall enzh-onnx or pass --model DIR"
         )
-    target = cache_root() / f"demo-{_fingerprint(DEMO_SOURCE)}"
+    target = cache_root() / f"demo-v{FORMAT_VERSION}-{_fingerprint(DEMO_SOURCE)}"
     if (target / MANIFEST).is_file():
         return target
     try:

@@ -28,6 +28,7 @@ from enzh.graph import (
     WeightStore,
     build_decoder,
     build_encoder,
+    pad_self_attention,
     sinusoidal_positions,
 )
 from enzh.manifest import MANIFEST, Manifest, describe_files
@@ -267,6 +268,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         step("collect weights")
         store = WeightStore()
         enc_embed, dec_embed, head = collect_weights(model, arch, store)
+        pad_self_attention(arch, store)
 
         step("build graphs")
         store.write(out_dir / WEIGHTS_FILE)

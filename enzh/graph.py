@@ -17,6 +17,7 @@ Export-time only: needs ``onnx`` and ``numpy``, not torch.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from onnx import TensorProto, helper
 OPSET = 17
 ALIGN = 4096  # page-aligned tensors let ONNX Runtime memory-map weights.bin instead of copying it
 WEIGHTS_FILE = "weights.bin"
+MS_DOMAIN = "com.microsoft"  # ONNX Runtime's contrib operators (GroupQueryAttention)
 
 _ACTIVATIONS = ("swish", "silu", "relu", "gelu")
 
@@ -114,14 +116,18 @@ class GraphBuilder:
     weights_used: list[str] = field(default_factory=list)
     _count: int = 0
 
-    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: Any) -> list[str]:
+    def op(self, op_type: str, inputs: list[str], n_out: int = 1, *, domain: str = "", **attrs: Any) -> list[str]:
         self._count += 1
         outputs = [f"{op_type.lower()}_{self._count}_{i}" for i in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, inputs, outputs, name=f"{op_type}_{self._count}", **attrs))
+        node = helper.make_node(op_type, inputs, outputs, name=f"{op_type}_{self._count}", domain=domain, **attrs)
+        self.nodes.append(node)
         return outputs
 
-    def op1(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
-        return self.op(op_type, inputs, 1, **attrs)[0]
+    def op1(self, op_type: str, inputs: list[str], *, outputs: Sequence[str] = (), **attrs: Any) -> str:
+        """One node; its first output gets a generated name, further outputs are named by ``outputs``."""
+        first = self.op(op_type, inputs, 1, **attrs)[0]
+        self.nodes[-1].output.extend(outputs)
+        return first
 
     def const(self, value: Any, dtype: type = np.int64) -> str:
         array: np.ndarray = np.asarray(value, dtype=dtype)
@@ -184,7 +190,8 @@ class GraphBuilder:
     def model(self, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto]) -> onnx.ModelProto:
         initializers = [self.store.tensor_proto(name) for name in self.weights_used] + self.constants
         graph = helper.make_graph(self.nodes, self.name, inputs, outputs, initializer=initializers)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="enzh")
+        opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
+        model = helper.make_model(graph, opset_imports=opsets, producer_name="enzh")
         model.ir_version = 8
         return model
 
@@ -259,56 +266,99 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx
     return g.model(inputs, outputs)
 
 
+def cache_head_size(arch: MarianArch) -> int:
+    """Head size of the decoder's self-attention cache: ONNX Runtime's GroupQueryAttention needs a multiple of 8,
+    so smaller or odd heads are zero-padded (exact: the padded dimensions add 0 to every dot product)."""
+    return -(-(arch.d_model // arch.decoder_heads) // 8) * 8
+
+
+def pad_self_attention(arch: MarianArch, store: WeightStore) -> None:
+    """Zero-pad every decoder self-attention head to :func:`cache_head_size` (call before ``store.write``):
+    the packed q|k|v projection gets zero output columns, the output projection zero input rows."""
+    heads, dh, padded = arch.decoder_heads, arch.d_model // arch.decoder_heads, cache_head_size(arch)
+    if padded == dh:
+        return
+
+    def spread(array: np.ndarray, axis: int, groups: int) -> np.ndarray:
+        # [.., groups * heads * dh, ..] -> [.., groups * heads * padded, ..] with zeros after each head
+        moved = np.moveaxis(array, axis, -1)
+        blocks = moved.reshape(*moved.shape[:-1], groups * heads, dh)
+        blocks = np.concatenate([blocks, np.zeros((*blocks.shape[:-1], padded - dh), blocks.dtype)], axis=-1)
+        return np.ascontiguousarray(np.moveaxis(blocks.reshape(*moved.shape[:-1], -1), -1, axis))
+
+    for i in range(arch.decoder_layers):
+        p = f"decoder.{i}"
+        store.arrays[f"{p}.qkv.w"] = spread(store.arrays[f"{p}.qkv.w"], 1, 3)
+        store.arrays[f"{p}.qkv.b"] = spread(store.arrays[f"{p}.qkv.b"], 0, 3)
+        store.arrays[f"{p}.out.w"] = spread(store.arrays[f"{p}.out.w"], 0, 1)
+
+
 def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head_name: str) -> onnx.ModelProto:
     g = GraphBuilder("enzh_decoder", store)
     d, heads = arch.d_model, arch.decoder_heads
     dh = d // heads
+    cache_dh = cache_head_size(arch)
+    vocab = arch.target_vocab_size
     positions = g.op1("Gather", [g.weight("positions"), "position"])  # [1, d]
-    h = _embed(g, arch, embed_name, "input_ids", positions)  # [B, 1, d]
-    outputs = [_f32("logits", ["batch", arch.target_vocab_size])]
+    h = _embed(g, arch, embed_name, "input_ids", positions)  # [R, 1, d]
+    # GroupQueryAttention reads the cache up to seqlens_k (= position, the same for every row) and writes this
+    # step's key/value at that index; total_sequence_length = position + 1 (a scalar).
+    past_len = g.op1("Cast", ["position"], to=TensorProto.INT32)
+    rows = g.op1("Slice", [g.op1("Shape", ["input_ids"]), g.const([0]), g.const([1])])
+    seqlens = g.op1("Expand", [past_len, rows])
+    total_len = g.op1("Squeeze", [g.op1("Add", [past_len, g.const([1], np.int32)]), g.const([0])])
+    # Rows are grouped by sentence: the cross keys/values hold one entry per sentence and the rows of a
+    # sentence (its beams) are contiguous, so cross-attention runs as [sentences, H, beams, dh] queries.
+    sentences = g.op1("Slice", [g.op1("Shape", ["cross_bias"]), g.const([0]), g.const([1])])
+    by_sentence = g.op1("Concat", [sentences, g.const([-1, heads, dh])], axis=0)
+    outputs = [
+        _f32("logits", ["rows", vocab]),
+        _f32("log_probs", ["rows", vocab]),
+        _f32("top_log_probs", ["rows", "k"]),
+        _i64("top_ids", ["rows", "k"]),
+    ]
     inputs = [
-        _i64("input_ids", ["batch", 1]),
+        _i64("input_ids", ["rows", 1]),
         _i64("position", [1]),
+        _i64("top_k", [1]),
         _f32("cross_bias", ["batch", 1, 1, "src_len"]),
     ]
     for i in range(arch.decoder_layers):
         p = f"decoder.{i}"
         inputs += [
-            _f32(f"past_key_{i}", ["batch", heads, "past_len", dh]),
-            _f32(f"past_value_{i}", ["batch", heads, "past_len", dh]),
+            _f32(f"past_key_{i}", ["rows", heads, "capacity", cache_dh]),
+            _f32(f"past_value_{i}", ["rows", heads, "capacity", cache_dh]),
             _f32(f"cross_key_{i}", ["batch", heads, dh, "src_len"]),
             _f32(f"cross_value_{i}", ["batch", heads, "src_len", dh]),
         ]
         outputs += [
-            _f32(f"present_key_{i}", ["batch", heads, "total_len", dh]),
-            _f32(f"present_value_{i}", ["batch", heads, "total_len", dh]),
+            _f32(f"present_key_{i}", ["rows", heads, "present_len", cache_dh]),
+            _f32(f"present_value_{i}", ["rows", heads, "present_len", cache_dh]),
         ]
-        # Self-attention over the cache plus this step (no causal mask needed: one new position).
-        q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([d, d, d])], 3, axis=-1)
-        g.nodes.append(
-            helper.make_node(
-                "Concat", [f"past_key_{i}", g.heads(k, heads, dh, [0, 2, 1, 3])], [f"present_key_{i}"], axis=2
-            )
+        # Self-attention over the cache plus this step, fused (packed q|k|v, the q scale folded into the
+        # weights). Bound to the same buffer as past_*, present_* is updated in place.
+        ctx = g.op1(
+            "GroupQueryAttention",
+            [g.linear(h, f"{p}.qkv"), "", "", f"past_key_{i}", f"past_value_{i}", seqlens, total_len],
+            outputs=[f"present_key_{i}", f"present_value_{i}"],
+            domain=MS_DOMAIN,
+            num_heads=heads,
+            kv_num_heads=heads,
+            scale=1.0,
         )
-        g.nodes.append(
-            helper.make_node(
-                "Concat",
-                [f"past_value_{i}", g.heads(v, heads, dh, [0, 2, 1, 3])],
-                [f"present_value_{i}"],
-                axis=2,
-            )
-        )
-        key_t = g.op1("Transpose", [f"present_key_{i}"], perm=[0, 1, 3, 2])
-        ctx = g.attend(g.heads(q, heads, dh, [0, 2, 1, 3]), key_t, f"present_value_{i}", None)
-        h = g.residual_norm(h, g.linear(g.merge_heads(ctx, d), f"{p}.out"), f"{p}.attn_ln", arch)
-        # Cross-attention against the keys/values the encoder graph computed once.
-        q = g.heads(g.linear(h, f"{p}.cross_q"), heads, dh, [0, 2, 1, 3])
-        ctx = g.attend(q, f"cross_key_{i}", f"cross_value_{i}", "cross_bias")
-        h = g.residual_norm(h, g.linear(g.merge_heads(ctx, d), f"{p}.cross_out"), f"{p}.cross_ln", arch)
+        h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
+        # Cross-attention against the keys/values the encoder graph computed once per sentence.
+        q = g.op1("Transpose", [g.op1("Reshape", [g.linear(h, f"{p}.cross_q"), by_sentence])], perm=[0, 2, 1, 3])
+        ctx = g.attend(q, f"cross_key_{i}", f"cross_value_{i}", "cross_bias")  # [sentences, H, beams, dh]
+        ctx = g.op1("Reshape", [g.op1("Transpose", [ctx], perm=[0, 2, 1, 3]), g.const([-1, 1, d])])
+        h = g.residual_norm(h, g.linear(ctx, f"{p}.cross_out"), f"{p}.cross_ln", arch)
         h = g.feed_forward(h, p, arch)
     # Output projection for the new position only: logits = h @ E^T + final_logits_bias (E stored once).
     flat = g.op1("Reshape", [h, g.const([-1, d])])
     g.nodes.append(
         helper.make_node("Gemm", [flat, g.weight(lm_head_name), g.weight("final_logits_bias")], ["logits"], transB=1)
     )
+    # Log-probabilities and their best top_k per row, so a search step rarely needs to read all V of them.
+    g.nodes.append(helper.make_node("LogSoftmax", ["logits"], ["log_probs"], axis=-1))
+    g.nodes.append(helper.make_node("TopK", ["log_probs", "top_k"], ["top_log_probs", "top_ids"], axis=-1))
     return g.model(inputs, outputs)

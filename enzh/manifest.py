@@ -11,7 +11,7 @@ from typing import Any
 
 MANIFEST = "manifest.json"
 FORMAT = "enzh-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: decoder with GroupQueryAttention cache, per-sentence cross keys/values, top-k output
 PRECISIONS = ("fp32", "fp16", "int8", "int4")
 
 

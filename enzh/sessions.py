@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from enzh.decoding import Step
 from enzh.manifest import Manifest, ModelDirError
 from enzh.options import RuntimeOptions
 
@@ -88,49 +89,127 @@ class ModelSessions:
         self.layers = int(arch["decoder_layers"])
         self.heads = int(arch["decoder_heads"])
         self.head_dim = int(arch["d_model"]) // self.heads
+        # The cache's head size, zero-padded for GroupQueryAttention when the model's is not a multiple of 8.
+        past = {i.name: i.shape for i in self.decoder.get_inputs()}["past_key_0"]
+        self.cache_head_dim = int(past[3])
         self._cross_names = [n for i in range(self.layers) for n in (f"cross_key_{i}", f"cross_value_{i}")]
+        self.vocab = int(arch["target_vocab_size"])
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
-        self._outputs = ["logits"] + [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
+        self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> EncoderOutput:
         outputs = self.encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
         return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]))
 
-    def decoder_for(self, encoded: EncoderOutput) -> OrtDecoder:
-        return OrtDecoder(self, encoded)
+    def decoder_for(self, encoded: EncoderOutput, capacity: int = 64) -> OrtDecoder:
+        """A decoder over ``encoded``; ``capacity`` = steps to reserve cache for (grows when exceeded)."""
+        return OrtDecoder(self, encoded, capacity)
 
 
 class OrtDecoder:
-    """A running batch of decoder rows (implements :class:`enzh.decoding.IncrementalDecoder`)."""
+    """A running batch of decoder rows (implements :class:`enzh.decoding.IncrementalDecoder`).
 
-    def __init__(self, sessions: ModelSessions, encoded: EncoderOutput) -> None:
+    Everything large stays where it is between steps (ONNX Runtime I/O binding): the self-attention cache is one
+    preallocated buffer per layer and kind, ``[rows, H, capacity, dh]``, that the graph updates in place; the
+    logits and log-probabilities are written into preallocated arrays; the cross keys/values are bound once.
+    Only the chosen tokens go in and the ``top_k`` best log-probabilities per row come out. Rows are grouped
+    by sentence (a sentence's beams are contiguous), so the cross keys/values hold one entry per sentence.
+    """
+
+    def __init__(self, sessions: ModelSessions, encoded: EncoderOutput, capacity: int = 64) -> None:
         self.s = sessions
-        rows = encoded.cross_bias.shape[0]
-        self.cross_bias = encoded.cross_bias
-        self.cross = list(encoded.cross)
-        empty = np.zeros((rows, sessions.heads, 0, sessions.head_dim), dtype=np.float32)
-        self.past = [empty] * (2 * sessions.layers)
+        self.cross_bias = np.ascontiguousarray(encoded.cross_bias)
+        self.cross = [np.ascontiguousarray(a) for a in encoded.cross]
+        self.rows = int(self.cross_bias.shape[0])
+        self._row_sentence = np.arange(self.rows)  # index into the cross arrays of every row
         self.position = 0
+        self.capacity = max(1, capacity)
+        self._cache: list[np.ndarray] = []  # allocated on the first step (a beam search first widens the batch)
+        self._scores = np.empty((0, sessions.vocab), dtype=np.float32)
+        self._io = sessions.decoder.io_binding()
+        self._cross_bound = False
 
     @property
-    def rows(self) -> int:
-        return int(self.cross_bias.shape[0])
+    def past(self) -> list[np.ndarray]:
+        """The self-attention cache of every layer (key, value, key, ...), ``[rows, H, position, dh]`` views."""
+        return [c[: self.rows, :, : self.position, : self.s.head_dim] for c in self._cache]
 
-    def step(self, tokens: np.ndarray) -> np.ndarray:
-        feeds: dict[str, np.ndarray] = {
-            "input_ids": np.ascontiguousarray(tokens, dtype=np.int64).reshape(-1, 1),
+    def _allocate(self, rows: int, capacity: int) -> None:
+        shape = (rows, self.s.heads, capacity, self.s.cache_head_dim)
+        # np.zeros maps fresh pages lazily: the unused tail of the capacity costs no memory.
+        cache = [np.zeros(shape, dtype=np.float32) for _ in range(2 * self.s.layers)]
+        for new, old in zip(cache, self._cache, strict=False):
+            new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
+        self._cache, self.capacity = cache, capacity
+        self._scores = np.empty((2, rows, self.s.vocab), dtype=np.float32)
+
+    def _bind(self, name: str, array: np.ndarray, output: bool = False) -> None:
+        bind = self._io.bind_output if output else self._io.bind_input
+        bind(name, "cpu", 0, array.dtype.type, list(array.shape), array.ctypes.data)
+
+    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+        """Feed one token per row; return this step's scores (see :class:`enzh.decoding.Step`)."""
+        rows = self.rows
+        if len(tokens) != rows:
+            raise ValueError(f"step() got {len(tokens)} tokens for {rows} rows")
+        if not self._cache or len(self._cache[0]) < rows or self.position >= self.capacity:
+            self._allocate(
+                max(rows, len(self._cache[0]) if self._cache else 0), max(self.capacity, 2 * self.position, 1)
+            )
+        io = self._io
+        if not self._cross_bound:
+            self._bind("cross_bias", self.cross_bias)
+            for name, array in zip(self.s._cross_names, self.cross, strict=True):
+                self._bind(name, array)
+            self._cross_bound = True
+        k = min(max(1, top_k), self.s.vocab)
+        feeds = {
+            "input_ids": np.ascontiguousarray(tokens, dtype=np.int64).reshape(rows, 1),
             "position": np.array([self.position], dtype=np.int64),
-            "cross_bias": self.cross_bias,
+            "top_k": np.array([k], dtype=np.int64),
         }
-        feeds.update(zip(self.s._cross_names, self.cross, strict=True))
-        feeds.update(zip(self.s._past_names, self.past, strict=True))
-        logits, *present = self.s.decoder.run(self.s._outputs, feeds)
-        self.past = present
+        for name, array in feeds.items():
+            self._bind(name, array)
+        for name, out_name, cache in zip(self.s._past_names, self.s._present_names, self._cache, strict=True):
+            self._bind(name, cache[:rows])
+            self._bind(out_name, cache[:rows], output=True)
+        logits, log_probs = self._scores[0, :rows], self._scores[1, :rows]
+        self._bind("logits", logits, output=True)
+        self._bind("log_probs", log_probs, output=True)
+        io.bind_output("top_log_probs")
+        io.bind_output("top_ids")
+        self.s.decoder.run_with_iobinding(io)
+        outputs = io.get_outputs()
+        top = outputs[-2].numpy(), outputs[-1].numpy()
+        io.clear_binding_outputs()
         self.position += 1
-        return logits
+        return Step(logits=logits, log_probs=log_probs, top_log_probs=top[0], top_ids=top[1])
 
     def reorder(self, rows: np.ndarray) -> None:
+        """New row i = old row rows[i]: copies the cache rows that change; cross entries follow sentences."""
         rows = np.asarray(rows, dtype=np.int64)
-        self.cross_bias = self.cross_bias[rows]
-        self.cross = [a[rows] for a in self.cross]
-        self.past = [a[rows] for a in self.past]
+        count = len(rows)
+        # Cross keys/values: if every sentence's rows stay contiguous and equally many, keep one entry per
+        # sentence (a beam reorder within sentences changes nothing); otherwise give every row its own entry.
+        owners = self._row_sentence[rows]
+        sentences = owners[np.r_[True, owners[1:] != owners[:-1]]]
+        per = count // max(1, len(sentences))
+        if len(np.unique(sentences)) == len(sentences) and np.array_equal(owners, np.repeat(sentences, per)):
+            keep = sentences
+            self._row_sentence = np.repeat(np.arange(len(sentences)), per)
+        else:
+            keep = owners
+            self._row_sentence = np.arange(count)
+        if not np.array_equal(keep, np.arange(len(self.cross_bias))):
+            self.cross_bias = np.ascontiguousarray(self.cross_bias[keep])
+            self.cross = [np.ascontiguousarray(a[keep]) for a in self.cross]
+            self._cross_bound = False
+        # Self-attention cache: only rows whose source row differs are copied, and only the filled positions.
+        if self._cache and self.position:
+            if count > len(self._cache[0]):
+                self._allocate(count, self.capacity)
+            moved = np.flatnonzero(rows != np.arange(count))
+            if len(moved):
+                for cache in self._cache:
+                    cache[moved, :, : self.position] = cache[rows[moved], :, : self.position]
+        self.rows = count

@@ -136,8 +136,12 @@ def check_numerics(
                 report.record("cross_value", ours_v[mask.astype(bool)], v[keep].numpy())
         decoder = sessions.decoder_for(encoded)
         for t in range(dec_in.shape[1]):
-            logits = decoder.step(dec_in[:, t])
-            report.record("logits", logits, out.logits[:, t].numpy())
+            step = decoder.step(dec_in[:, t], top_k=4)
+            reference = out.logits[:, t]
+            report.record("logits", step.logits, reference.numpy())
+            report.record("log_probs", step.log_probs, torch.log_softmax(reference, dim=-1).numpy())
+            # The top-k output: the k largest log-probabilities, in order (ids may swap only on near-ties).
+            report.record("top_log_probs", step.top_log_probs, torch.topk(reference.log_softmax(-1), 4).values.numpy())
         cache = out.past_key_values.self_attention_cache
         for i in range(sessions.layers):
             report.record("present_key", decoder.past[2 * i], cache.layers[i].keys.numpy())

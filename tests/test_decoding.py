@@ -25,7 +25,7 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache  # noqa: 
 from transformers.generation import logits_process as hf_processors  # noqa: E402
 
 from enzh import decoding  # noqa: E402
-from enzh.decoding import Hypothesis, beam_search, generate, greedy_search  # noqa: E402
+from enzh.decoding import Hypothesis, Step, beam_search, generate, greedy_search  # noqa: E402
 from enzh.options import DecodingSettings  # noqa: E402
 
 EOS = 0
@@ -127,7 +127,7 @@ class TorchDecoder:
         self.encoder_mask = attention_mask
         self.cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
 
-    def step(self, tokens: np.ndarray) -> np.ndarray:
+    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
         assert tokens.dtype == np.int64 and tokens.ndim == 1
         assert len(tokens) == self.encoder_states.shape[0]
         with torch.no_grad():
@@ -139,7 +139,7 @@ class TorchDecoder:
                 use_cache=True,
             )
             logits = self.model.lm_head(out.last_hidden_state) + self.model.final_logits_bias
-        return logits[:, -1].float().numpy()
+        return Step.from_logits(logits[:, -1].float().numpy(), top_k)
 
     def reorder(self, rows: np.ndarray) -> None:
         assert rows.dtype == np.int64 and rows.ndim == 1
@@ -156,9 +156,9 @@ class CountingDecoder:
         self.inner = inner
         self.rows_per_step: list[int] = []
 
-    def step(self, tokens: np.ndarray) -> np.ndarray:
+    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
         self.rows_per_step.append(len(tokens))
-        return self.inner.step(tokens)
+        return self.inner.step(tokens, top_k)
 
     def reorder(self, rows: np.ndarray) -> None:
         self.inner.reorder(rows)
@@ -420,7 +420,7 @@ class ScriptedDecoder:
         self.step_number = 0
         self.rows_per_step: list[int] = []
 
-    def step(self, tokens: np.ndarray) -> np.ndarray:
+    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
         self.step_number += 1
         self.rows_per_step.append(len(tokens))
         assert len(tokens) == len(self.sentence)
@@ -431,7 +431,7 @@ class ScriptedDecoder:
             ]
         ).astype(np.float32)
         logits[:, EOS] = np.where(self.finish[self.sentence] <= self.step_number, 50.0, -50.0)
-        return logits
+        return Step.from_logits(logits, top_k)
 
     def reorder(self, rows: np.ndarray) -> None:
         assert rows.dtype == np.int64
@@ -571,3 +571,71 @@ def test_empty_batch() -> None:
         decoder = ScriptedDecoder([])
         assert generate(decoder, 0, scripted_settings(beams)) == []
         assert decoder.rows_per_step == []
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The fast path: fixed bans read only each row's best few scores; ties and other processors read all scores.
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _count_full_score_steps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the history length of every step decided from all scores (greedy or beam)."""
+    lengths: list[int] = []
+    for name in ("_beam_candidates", "_greedy_from_scores"):
+        original = getattr(decoding, name)
+
+        def counted(history: np.ndarray, *args: Any, _original: Any = original) -> Any:
+            lengths.append(history.shape[1])
+            return _original(history, *args)
+
+        monkeypatch.setattr(decoding, name, counted)
+    return lengths
+
+
+@pytest.mark.parametrize(
+    "name", ["greedy-small", "greedy-forced-eos-minlen", "beam4-marian", "beam4-minlen-forced", "beam2-never"]
+)
+def test_fixed_bans_read_only_the_best_scores(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pad banned, eos banned before min_length, eos forced last: all scores are read on the forced last step
+    only, and that step runs no decoder step (its outcome does not depend on the model)."""
+    case = CASES[name]
+    settings = settings_for(case.spec, case.max_new_tokens, **case.options)
+    sources = make_sources(case.spec, case.count, seed=len(name))
+    lengths = _count_full_score_steps(monkeypatch)
+    ids, mask = pad_batch(case.spec, sources)
+    decoder = CountingDecoder(TorchDecoder(build_model(case.spec), ids, mask))
+    results = generate(decoder, len(sources), settings)
+    forced_steps = [n for n in lengths if n == settings.max_length - 1]
+    assert lengths == forced_steps
+    if settings.forced_eos_token_id is not None:
+        assert forced_steps, "no sentence reached the forced last step: the case does not test it"
+    longest = max(len(h.token_ids) for h in results)
+    assert len(decoder.rows_per_step) == (longest - 1 if forced_steps else longest)
+
+
+class TiedScriptedDecoder(ScriptedDecoder):
+    """Logits rounded to multiples of 1/16: exact ties among the best tokens of many rows."""
+
+    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+        logits = super().step(tokens, top_k).logits
+        return Step.from_logits(np.round(logits * 16) / 16, top_k)
+
+
+@pytest.mark.parametrize("num_beams", [1, 3, 4])
+def test_ties_are_decided_from_all_scores(num_beams: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the best candidates tie (torch.topk orders equal values its own way) the step is decided from all
+    scores, so the result equals deciding every step from all scores."""
+    finish = [7, 12, 4, 9, 15]
+    settings = scripted_settings(num_beams, renormalize_logits=True, forced_eos_token_id=EOS)
+    everywhere = _count_full_score_steps(monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(decoding, "_fixed_bans", lambda length, settings: None)
+        reference = generate(TiedScriptedDecoder(finish), len(finish), settings)
+    full = len(everywhere)
+    assert full > 10
+    lengths = _count_full_score_steps(monkeypatch)
+    fast = generate(TiedScriptedDecoder(finish), len(finish), settings)
+    assert [h.token_ids for h in fast] == [h.token_ids for h in reference]
+    np.testing.assert_allclose([h.score for h in fast], [h.score for h in reference], rtol=1e-6)
+    if num_beams > 1:
+        assert 0 < len(lengths) < full  # some steps tied, most did not

@@ -25,7 +25,15 @@ def test_export_validates_numerically(name, tiny_source, tiny_export):
     model = MarianMTModel.from_pretrained(tiny_source(name)).eval()
     report = check_numerics(tiny_export(name), model, atol=1e-4)
     assert report.ok, report.format()
-    assert set(report.max_diff) == {"cross_key", "cross_value", "logits", "present_key", "present_value"}
+    assert set(report.max_diff) == {
+        "cross_key",
+        "cross_value",
+        "logits",
+        "log_probs",
+        "top_log_probs",
+        "present_key",
+        "present_value",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(TINY_VARIANTS))
@@ -96,7 +104,7 @@ def test_validation_failure_reports_every_output(tiny_source, tmp_path, monkeypa
     with pytest.raises(ExportError) as info:
         export(str(tiny_source("base")), tmp_path, ExportOptions(progress=False, force=True))
     message = str(info.value)
-    for output in ("cross_key", "cross_value", "logits", "present_key", "present_value"):
+    for output in ("cross_key", "cross_value", "logits", "log_probs", "top_log_probs", "present_key", "present_value"):
         assert output in message
     assert "FAIL" in message and "differ from PyTorch" in message
 
@@ -137,7 +145,7 @@ def test_dynamic_axes(tiny_source, tiny_export):
         steps = limit if batch == 3 else 4
         fed = [tokens]
         for _ in range(steps):
-            logits = decoder.step(tokens)
+            logits = decoder.step(tokens).logits
             tokens = logits.argmax(-1)
             fed.append(tokens)
         assert decoder.past[0].shape == (batch, 4, steps, 8)
