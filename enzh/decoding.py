@@ -267,6 +267,24 @@ def _beam_candidates_from_top(
     return best[:, : 2 * num_beams], cand_rows, cand_tokens
 
 
+def _forced_candidates(
+    running_scores: np.ndarray, settings: DecodingSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Beam candidates of the forced last step: every beam continues with the forced token at log-probability
+    0, best beam first; the other candidates score -inf (they can never be kept). None when running scores tie
+    (their order is torch.topk's)."""
+    num_beams = settings.num_beams
+    active = running_scores.shape[0]
+    order = np.argsort(-running_scores, axis=1, kind="stable")
+    best = np.take_along_axis(running_scores, order, axis=1)
+    if np.any(best[:, 1:] >= best[:, :-1]):
+        return None
+    scores = np.concatenate([best, np.full((active, num_beams), -np.inf, dtype=np.float32)], axis=1)
+    rows = np.concatenate([order, order], axis=1) + np.arange(active)[:, None] * num_beams
+    tokens = np.full((active, 2 * num_beams), settings.forced_eos_token_id, dtype=np.int64)
+    return scores, rows, tokens
+
+
 def _beam_candidates(
     history: np.ndarray, log_probs: np.ndarray, running_scores: np.ndarray, settings: DecodingSettings
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -301,9 +319,10 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
         # 1. The next token of every running row and its log-probability after the logits processors: from the
         #    step's best few when the processors only ban fixed tokens, else from all scores.
         bans = _fixed_bans(history.shape[1], settings)
-        if vocab and _is_forced_step(history.shape[1], settings):
-            scores = np.zeros((len(history), vocab), dtype=np.float32)  # any scores will do
-            tokens, log_probs = _greedy_from_scores(history, scores, settings)
+        if _is_forced_step(history.shape[1], settings):
+            # Only the forced token is left, with log-probability 0: no decoder step needed.
+            tokens = np.full(len(history), settings.forced_eos_token_id, dtype=np.int64)
+            log_probs = np.zeros(len(history), dtype=np.float32)
         else:
             step = decoder.step(np.ascontiguousarray(history[:, -1]), 1 + len(bans or ()))
             vocab = step.logits.shape[1]
@@ -379,15 +398,19 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
         bans = _fixed_bans(generated, settings)
         candidates = None
         if vocab and _is_forced_step(generated, settings):
-            log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32))  # any scores will do
+            candidates = _forced_candidates(running_scores, settings)  # no decoder step needed
+            # (tied running scores: torch.topk's order decides, from a full row of scores; any scores will do)
+            log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32)) if candidates is None else None
         elif bans is None:
             log_probs = decoder.step(last, 1).log_probs.copy()
         else:
             step = decoder.step(last, num_candidates + 1 + len(bans))
             candidates = _beam_candidates_from_top(step, _check_vocab(bans, step), running_scores, settings)
             log_probs = step.log_probs.copy() if candidates is None else step.log_probs
-        vocab = log_probs.shape[1]
+        if log_probs is not None:
+            vocab = log_probs.shape[1]
         if candidates is None:
+            assert log_probs is not None
             candidates = _beam_candidates(history, log_probs, running_scores, settings)
         cand_scores, cand_rows, cand_tokens = candidates
 
