@@ -314,7 +314,6 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
     sentence = np.arange(batch_size)  # source sentence of each running row
     history = np.full((batch_size, 1), settings.decoder_start_token_id, dtype=np.int64)
     total = np.zeros(batch_size, dtype=np.float32)
-    vocab = 0  # known after the first step
     while True:
         # 1. The next token of every running row and its log-probability after the logits processors: from the
         #    step's best few when the processors only ban fixed tokens, else from all scores.
@@ -325,7 +324,6 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
             log_probs = np.zeros(len(history), dtype=np.float32)
         else:
             step = decoder.step(np.ascontiguousarray(history[:, -1]), 1 + len(bans or ()))
-            vocab = step.logits.shape[1]
             ids, values = _best_allowed(step, _check_vocab(bans, step), 1) if bans is not None else (None, None)
             if ids is None or values is None or ids.shape[1] == 0:
                 tokens, log_probs = _greedy_from_scores(history, step.logits.copy(), settings)
