@@ -11,6 +11,7 @@ Needs the ``[export]`` extra (torch, transformers, onnx). The steps:
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import shutil
@@ -37,6 +38,7 @@ from enzh.progress import progress_steps
 logger = logging.getLogger("enzh")
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+VOCAB_FILE = "vocab.json.gz"  # the vocabulary as compact gzipped JSON: 65k pieces take 0.5 MB instead of 1.6 MB
 OPTIONAL_FILES = ("tokenizer_config.json", "README.md")
 GENERATION_KEYS = (
     "num_beams",
@@ -278,10 +280,12 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         onnx.save(decoder, out_dir / "decoder.onnx")
 
         step("write files")
-        for name in TOKENIZER_FILES + OPTIONAL_FILES:
+        for name in ("source.spm", "target.spm", *OPTIONAL_FILES):
             if (local / name).is_file():
                 shutil.copyfile(local / name, out_dir / name)
         vocab: dict[str, int] = json.loads((local / "vocab.json").read_text(encoding="utf-8"))
+        with open(out_dir / VOCAB_FILE, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+            packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         languages = sorted((tok for tok in vocab if LANGUAGE_TOKEN.fullmatch(tok)), key=vocab.__getitem__)
         default = options.default_target or default_language_token(languages)
         if default is not None and default not in languages:
@@ -290,7 +294,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
         in_both = [t.name for t in encoder.graph.initializer if t.name in {i.name for i in decoder.graph.initializer}]
         shared = {name: store.layout(name) for name in in_both if name in store.arrays}
-        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, *TOKENIZER_FILES]
+        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", VOCAB_FILE]
         manifest = Manifest(
             model_type="marian",
             precision="fp32",
@@ -317,7 +321,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             languages={"tokens": languages, "default": default},
             max_positions=arch.max_positions,
             generation=generation_defaults(model, int(config.pad_token_id)),
-            tokenizer={"source_spm": "source.spm", "target_spm": "target.spm", "vocab": "vocab.json"},
+            tokenizer={"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE},
             exporter=package_versions(),
             shared_initializers=shared,
         )

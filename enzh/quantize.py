@@ -8,11 +8,14 @@ precision, the settings and fresh sha256s):
 * ``MatMul(x, W)`` [+ ``Add(., b)``]: every linear layer. int8: ``com.microsoft.DynamicQuantizeMatMul``
   (weights int8 with one scale per output channel, activations quantized per call, the bias fused); int4:
   ``com.microsoft.MatMulNBits`` (4-bit blocks along the input dimension, one scale per block, the bias fused).
-* ``Gather(E, input_ids)``: the token embedding. int8/int4: ``com.microsoft.GatherBlockQuantized`` over the
-  quantized table (rows are gathered, then dequantized).
-* ``Gemm(h, E, final_logits_bias, transB=1)``: the output projection. int8/int4: ``MatMulNBits`` over the
-  *same bytes* of the quantized table (MatMulNBits wants ``[N, k_blocks, blob]``, GatherBlockQuantized
-  ``[N, K * bits / 8]``: two initializers alias one region of weights.bin, so the table is stored once).
+* ``Gather(E, input_ids)`` and ``Gemm(h, E, final_logits_bias, transB=1)``: the token embedding and the output
+  projection share one quantized table, stored once.
+  int8 (default ``embedding="channels"``): int8 with one scale per token, stored transposed ``[d, V]``: the
+  projection is a ``DynamicQuantizeMatMul``, the lookup gathers columns and scales them.
+  int4 (and int8 with ``embedding="quantized"``): blocks along d; the lookup is
+  ``com.microsoft.GatherBlockQuantized``, the projection ``MatMulNBits`` over the *same bytes* (MatMulNBits wants
+  ``[N, k_blocks, blob]``, GatherBlockQuantized ``[N, K * bits / 8]``: two initializers alias one region of
+  weights.bin).
 
 int8/int4 also compute Marian's sinusoidal position table in the graph (``Sin``/``Cos`` of position x
 frequency) instead of storing it (1 MB for opus-mt-en-zh), and drop an all-zero ``final_logits_bias``.
@@ -55,10 +58,13 @@ PRECISIONS = ("fp32", "int8", "int4", "fp16")
 # Defaults per precision, chosen by measurement (docs/precision.md).
 DEFAULT_BLOCK_SIZE = {"int8": 128, "int4": 64}
 DEFAULT_ACCURACY_LEVEL = {"int8": 4, "int4": 4}
+# int8 embedding: one scale per token and DynamicQuantizeMatMul for the output projection (measured with
+# `enzh bench`: faster than 8-bit MatMulNBits blocks from 16 rows on, e.g. batch 16 x beam 4, and 0.8 MB smaller).
+DEFAULT_EMBEDDING = {"int8": "channels"}
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 SMALL_ALIGN = 64  # alignment of tensors smaller than a page in weights.bin
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
-EMBEDDINGS = ("quantized", "float")
+EMBEDDINGS = ("quantized", "channels", "float")
 
 
 class QuantizeError(Exception):
@@ -74,8 +80,10 @@ class QuantizeSettings:
       ``linear_op="nbits"``; for int4 to every weight.
     * ``accuracy_level``: MatMulNBits compute type (0 = default, 1 fp32, 2 fp16, 3 bf16, 4 int8 activations).
     * ``linear_op`` (int8 only): ``dynamic`` = DynamicQuantizeMatMul, ``nbits`` = 8-bit MatMulNBits.
-    * ``embedding``: ``quantized`` (shared table, one copy) or ``float`` (embedding and output projection kept
-      fp32: larger, for comparison).
+    * ``embedding``: ``quantized`` (shared table in blocks, one copy: GatherBlockQuantized + MatMulNBits),
+      ``channels`` (int8 only: one scale per token, stored ``[d, V]`` once for the lookup and a
+      DynamicQuantizeMatMul output projection) or ``float`` (embedding and output projection kept fp32: larger,
+      for comparison).
     """
 
     precision: str
@@ -102,6 +110,10 @@ class QuantizeSettings:
             raise QuantizeError(f"linear_op must be one of {', '.join(LINEAR_OPS)}, got {self.linear_op!r}")
         if self.embedding not in EMBEDDINGS:
             raise QuantizeError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {self.embedding!r}")
+        if self.embedding == "channels" and self.precision != "int8":
+            raise QuantizeError(
+                "embedding='channels' is an int8 layout; use 'quantized' or 'float' for other precisions"
+            )
 
     @property
     def bits(self) -> int:
@@ -125,7 +137,7 @@ class QuantizeSettings:
             block_size=block_size if block_size is not None else DEFAULT_BLOCK_SIZE.get(precision, 0),
             accuracy_level=accuracy_level if accuracy_level is not None else DEFAULT_ACCURACY_LEVEL.get(precision, 0),
             linear_op=linear_op or ("nbits" if precision == "int4" else "dynamic"),
-            embedding=embedding or "quantized",
+            embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
         )
 
 
@@ -297,6 +309,14 @@ class _Table:
 
 
 @dataclass
+class _ChannelTable:
+    """An int8 embedding table stored transposed, ``[d, V]``, with one scale per token ``[V]``."""
+
+    q: str
+    scales: str
+
+
+@dataclass
 class _Rewritten:
     graph: onnx.GraphProto
     nodes: list[onnx.NodeProto]
@@ -310,6 +330,7 @@ class _Rewriter:
     source: _SourceWeights
     store: AliasingWeightStore
     tables: dict[str, _Table] = field(default_factory=dict)
+    channel_tables: dict[str, _ChannelTable] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     float_kept: set[str] = field(default_factory=set)
     dropped: list[str] = field(default_factory=list)
@@ -346,6 +367,15 @@ class _Rewriter:
         matmul = self.store.alias(f"{name}.q_blocks", gather, (rows, k_blocks, block * bits // 8))
         self.tables[name] = _Table(gather, matmul, self.store.add(f"{name}.scales", scales), block)
         return self.tables[name]
+
+    def _channel_table(self, name: str, tensor: TensorProto) -> _ChannelTable:
+        """Quantize an embedding table [V, d] once per token row, stored [d, V] (DynamicQuantizeMatMul's layout)."""
+        if name not in self.channel_tables:
+            q, scales = quantize_columns_int8(self.source.array(tensor).T)
+            self.channel_tables[name] = _ChannelTable(
+                self.store.add(f"{name}.q_columns", np.ascontiguousarray(q)), self.store.add(f"{name}.scales", scales)
+            )
+        return self.channel_tables[name]
 
     def _nbits(self, name: str, weight_nk: np.ndarray) -> tuple[str, str, dict[str, Any]]:
         """MatMulNBits weight and scales of ``weight_nk [N, K]`` (stored once per source weight)."""
@@ -538,11 +568,16 @@ class _Rewriter:
             ]
         if self.settings.embedding == "float" or (bias and not is_weight(bias, 1)):
             return [node]
+        if bias:
+            self._float(bias, inits[bias])
+        if self.settings.embedding == "channels":
+            columns = self._channel_table(e_name, tensor)
+            self._count("output projection")
+            inputs = [h, columns.q, columns.scales, "", bias] if bias else [h, columns.q, columns.scales]
+            return [helper.make_node("DynamicQuantizeMatMul", inputs, [out], name=name, domain=MS_DOMAIN)]
         table = self._table(e_name, tensor)
         if table is None:
             return [node]
-        if bias:
-            self._float(bias, inits[bias])
         rows, dim = (int(d) for d in tensor.dims)
         self._count("output projection")
         attrs: dict[str, Any] = {
@@ -569,6 +604,19 @@ class _Rewriter:
             ]
         if self.settings.embedding == "float":
             return [node]
+        if self.settings.embedding == "channels":
+            # Columns of the [d, V] table: Gather(axis=1) -> [d, *ids], times the tokens' scales, d moved last.
+            columns = self._channel_table(e_name, tensor)
+            self._count("embedding lookup")
+            codes, values, scales = f"{out}.codes", f"{out}.values", f"{out}.scales"
+            scaled = f"{out}.scaled"
+            return [
+                helper.make_node("Gather", [columns.q, ids], [codes], name=f"{name}_gather", axis=1),
+                helper.make_node("Cast", [codes], [values], name=f"{name}_cast", to=TensorProto.FLOAT),
+                helper.make_node("Gather", [columns.scales, ids], [scales], name=f"{name}_scales", axis=0),
+                helper.make_node("Mul", [values, scales], [scaled], name=f"{name}_scale"),
+                helper.make_node("Transpose", [scaled], [out], name=f"{name}_transpose", perm=[1, 2, 0]),
+            ]
         table = self._table(e_name, tensor)
         if table is None:
             return [node]
@@ -728,7 +776,12 @@ def quantize(
             record["linear"] = "DynamicQuantizeMatMul, int8, one scale per output channel"
         else:
             record["linear"] = f"MatMulNBits, {settings.bits}-bit, blocks of {settings.block_size} along K"
-        if rewriter.tables:
+        if rewriter.channel_tables:
+            record["embedding_table"] = (
+                "int8, one scale per token, stored once as [d, V]: Gather of columns (lookup) and "
+                "DynamicQuantizeMatMul (output projection)"
+            )
+        elif rewriter.tables:
             blocks = sorted({t.block for t in rewriter.tables.values()})
             record["embedding_table"] = (
                 f"{settings.bits}-bit blocks of {blocks[0]}, stored once: GatherBlockQuantized (lookup) "
@@ -867,7 +920,8 @@ def quantized_report(directory: str | os.PathLike[str], *, min_bytes: int = 64 *
         sizes = {
             t.name: int(np.prod(t.dims)) * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
             for t in model.graph.initializer
-            if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE)
+            # matrices only: a per-token scale vector [V] is part of a quantized table
+            if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE) and len(t.dims) >= 2
         }
         big = []
         for node in model.graph.node:

@@ -14,6 +14,7 @@ RuntimeError; eos/pad missing from vocab.json -> ValueError instead of silently 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -56,7 +57,10 @@ def _load_spm(path: Path) -> Any:
 
 def _load_vocab(path: Path) -> dict[str, int]:
     try:
-        with open(path, encoding="utf-8") as f:
+        # an exported model directory stores it gzipped (vocab.json.gz), a HF model directory as plain JSON
+        with (
+            gzip.open(path, "rt", encoding="utf-8") if path.name.endswith(".gz") else open(path, encoding="utf-8") as f
+        ):
             data = json.load(f)  # duplicate keys: last one wins, as in transformers
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not valid JSON: {exc}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 
@@ -56,7 +57,7 @@ def test_weights_stored_once(name, tiny_source, tiny_export):
 
 def test_manifest_contents(tiny_export):
     manifest = Manifest.load(tiny_export("base"))
-    vocab = json.loads((tiny_export("base") / "vocab.json").read_text())
+    vocab = json.loads(gzip.decompress((tiny_export("base") / "vocab.json.gz").read_bytes()))
     pad = vocab["<pad>"]
     assert manifest.special_ids == {"decoder_start": pad, "eos": 0, "pad": pad, "unk": 1}
     assert manifest.languages == {"tokens": [">>cmn_Hans<<", ">>cmn_Hant<<"], "default": ">>cmn_Hans<<"}
@@ -71,7 +72,7 @@ def test_manifest_contents(tiny_export):
         "weights.bin",
         "source.spm",
         "target.spm",
-        "vocab.json",
+        "vocab.json.gz",
     }
     assert all(len(info["sha256"]) == 64 for info in manifest.files.values())
     assert {"enzh", "torch", "transformers", "onnx"} <= set(manifest.exporter)
