@@ -128,6 +128,11 @@ class OrtDecoder:
         self._scores = np.empty((0, sessions.vocab), dtype=np.float32)
         self._io = sessions.decoder.io_binding()
         self._cross_bound = False
+        self._bound: tuple[int, int] | None = None  # (rows, buffer generation) the binding was made for
+        self._generation = 0  # bumped whenever the buffers are reallocated
+        self._ids = np.zeros((0, 1), dtype=np.int64)
+        self._position = np.zeros(1, dtype=np.int64)
+        self._top_k = np.ones(1, dtype=np.int64)
 
     @property
     def past(self) -> list[np.ndarray]:
@@ -142,6 +147,8 @@ class OrtDecoder:
             new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
         self._cache, self.capacity = cache, capacity
         self._scores = np.empty((2, rows, self.s.vocab), dtype=np.float32)
+        self._ids = np.zeros((rows, 1), dtype=np.int64)
+        self._generation += 1
 
     def _bind(self, name: str, array: np.ndarray, output: bool = False) -> None:
         bind = self._io.bind_output if output else self._io.bind_input
@@ -162,28 +169,32 @@ class OrtDecoder:
             for name, array in zip(self.s._cross_names, self.cross, strict=True):
                 self._bind(name, array)
             self._cross_bound = True
-        k = min(max(1, top_k), self.s.vocab)
-        feeds = {
-            "input_ids": np.ascontiguousarray(tokens, dtype=np.int64).reshape(rows, 1),
-            "position": np.array([self.position], dtype=np.int64),
-            "top_k": np.array([k], dtype=np.int64),
-        }
-        for name, array in feeds.items():
-            self._bind(name, array)
-        for name, out_name, cache in zip(self.s._past_names, self.s._present_names, self._cache, strict=True):
-            self._bind(name, cache[:rows])
-            self._bind(out_name, cache[:rows], output=True)
-        logits, log_probs = self._scores[0, :rows], self._scores[1, :rows]
-        self._bind("logits", logits, output=True)
-        self._bind("log_probs", log_probs, output=True)
-        io.bind_output("top_log_probs")
-        io.bind_output("top_ids")
+        if self._bound != (rows, self._generation):
+            # (Re)bind what lives in preallocated buffers; later steps only write into them.
+            io.clear_binding_outputs()
+            self._bind("input_ids", self._ids[:rows])
+            self._bind("position", self._position)
+            self._bind("top_k", self._top_k)
+            for name, out_name, cache in zip(self.s._past_names, self.s._present_names, self._cache, strict=True):
+                self._bind(name, cache[:rows])
+                self._bind(out_name, cache[:rows], output=True)
+            self._bind("logits", self._scores[0, :rows], output=True)
+            self._bind("log_probs", self._scores[1, :rows], output=True)
+            io.bind_output("top_log_probs")
+            io.bind_output("top_ids")
+            self._bound = (rows, self._generation)
+        self._ids[:rows, 0] = tokens
+        self._position[0] = self.position
+        self._top_k[0] = min(max(1, top_k), self.s.vocab)
         self.s.decoder.run_with_iobinding(io)
         outputs = io.get_outputs()
-        top = outputs[-2].numpy(), outputs[-1].numpy()
-        io.clear_binding_outputs()
         self.position += 1
-        return Step(logits=logits, log_probs=log_probs, top_log_probs=top[0], top_ids=top[1])
+        return Step(
+            logits=self._scores[0, :rows],
+            log_probs=self._scores[1, :rows],
+            top_log_probs=outputs[-2].numpy(),
+            top_ids=outputs[-1].numpy(),
+        )
 
     def reorder(self, rows: np.ndarray) -> None:
         """New row i = old row rows[i]: copies the cache rows that change; cross entries follow sentences."""
