@@ -48,8 +48,9 @@ SHAPED_VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("fp32", "fp32", {}),
     ("fp16", "fp16", {}),
     ("int8", "int8", {}),
+    ("int8, table in 8-bit blocks of 128", "int8", {"embedding": "quantized"}),
     ("int8, embedding kept fp32", "int8", {"embedding": "float"}),
-    ("int8, linears as 8-bit MatMulNBits", "int8", {"linear_op": "nbits"}),
+    ("int8, linears as 8-bit MatMulNBits", "int8", {"linear_op": "nbits", "embedding": "quantized"}),
     ("int4 (block 64)", "int4", {}),
     ("int4, block 32", "int4", {"block_size": 32}),
     ("int4, block 128", "int4", {"block_size": 128}),
@@ -58,9 +59,8 @@ DEMO_VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("fp32", "fp32", {}),
     ("fp16", "fp16", {}),
     ("int8", "int8", {}),
+    ("int8, table in 8-bit blocks of 128", "int8", {"embedding": "quantized"}),
     ("int8, embedding kept fp32", "int8", {"embedding": "float"}),
-    ("int8, table block 64", "int8", {"block_size": 64}),
-    ("int8, table block 256", "int8", {"block_size": 256}),
     ("int4 (block 64)", "int4", {}),
     ("int4, block 32", "int4", {"block_size": 32}),
 ]
@@ -257,7 +257,7 @@ def _pct(x: float | None) -> str:
 
 def render(results: dict[str, Any], command: str) -> str:
     env = results["environment"]
-    b8, b4 = DEFAULT_BLOCK_SIZE["int8"], DEFAULT_BLOCK_SIZE["int4"]
+    b4 = DEFAULT_BLOCK_SIZE["int4"]
     lines = [
         "# Precision variants: size, memory, speed and quality",
         "",
@@ -273,10 +273,11 @@ def render(results: dict[str, Any], command: str) -> str:
         "| fp16 | fp16 weights, `Cast` to fp32 in the graph (ONNX Runtime folds it at load: fp32 arithmetic) | fp16,"
         " stored once; lookup `Gather`+`Cast`, projection `Cast`+`Gemm` |",
         "| int8 | `DynamicQuantizeMatMul`: int8 weights, one scale per output channel, activations quantized per call,"
-        f" bias fused | 8-bit blocks of {b8} (`uint8`), stored once: `GatherBlockQuantized` (lookup, encoder and"
-        " decoder) and `MatMulNBits` (output projection, `accuracy_level` 4) read the same bytes |",
+        " bias fused | int8, one scale per token, stored once as `[d, V]`: the lookup gathers columns (encoder and"
+        " decoder), the output projection is a `DynamicQuantizeMatMul` over the same initializer |",
         f"| int4 | `MatMulNBits`: 4-bit blocks of {b4} along K, symmetric, per-block scale chosen by squared error,"
-        f" `accuracy_level` 4, bias fused | 4-bit blocks of {b4}, stored once, same two ops |",
+        f" `accuracy_level` 4, bias fused | 4-bit blocks of {b4}, stored once: `GatherBlockQuantized` (lookup) and"
+        " `MatMulNBits` (output projection) read the same bytes |",
         "",
         "int8 and int4 also compute Marian's sinusoidal positions in the graph instead of storing the table, and drop"
         " an all-zero `final_logits_bias`. Block size and accuracy level are settings (`--block-size`,"
@@ -356,7 +357,8 @@ def notes(results: dict[str, Any]) -> list[str]:
         value = table.get(variant, {}).get(key)
         return "?" if value is None else format(value, fmt)
 
-    i8, i8f, i8n = "int8", "int8, embedding kept fp32", "int8, linears as 8-bit MatMulNBits"
+    i8, i8b = "int8", "int8, table in 8-bit blocks of 128"
+    i8f, i8n = "int8, embedding kept fp32", "int8, linears as 8-bit MatMulNBits"
     i4, i4s, i4l = "int4 (block 64)", "int4, block 32", "int4, block 128"
     mb = {k: get(rows, k, "bytes", ".0f") for k in rows}
     size = {k: f"{int(v) / 1e6:.1f} MB" if v != "?" else "?" for k, v in mb.items()}
@@ -368,44 +370,43 @@ def notes(results: dict[str, Any]) -> list[str]:
         f" {get(rows, i8f, 'loaded_mib', '.0f')} MiB after load, decoder step {get(rows, i8, 'step_ms', '.1f')} vs"
         f" {get(rows, i8f, 'step_ms', '.1f')} ms (the fp32 output projection then dominates a step), top-1"
         f" {_pct(rows.get(i8, {}).get('top1'))} vs {_pct(rows.get(i8f, {}).get('top1'))} on random weights; on the"
-        f" trained demo model both score the same (chrF {get(demo, i8, 'chrf', '.2f')} vs"
-        f" {get(demo, i8f, 'chrf', '.2f')}). A float table alone (133 MB) would exceed the 80 MiB int8 target.",
-        "  The quantized table is stored **once**: `GatherBlockQuantized` reads it as `[V, d·bits/8]`, `MatMulNBits`"
-        " as `[V, d/block, block·bits/8]`; the two initializers point at the same offset of weights.bin"
-        " (`AliasingWeightStore`). The runtime maps the lookup view once for both sessions; MatMulNBits packs its"
-        " own copy at load and the mapped pages are dropped afterwards.",
+        f" trained demo model: chrF {get(demo, i8, 'chrf', '.2f')} vs {get(demo, i8f, 'chrf', '.2f')}. A float"
+        " table alone (133 MB) would exceed the 80 MB int8 target.",
+        f"* **int8 table: one scale per token, `[d, V]`, projected by `DynamicQuantizeMatMul`** (*{i8}*) rather than"
+        f" 8-bit blocks of 128 read by `GatherBlockQuantized` + `MatMulNBits` (*{i8b}*, the int4 layout):"
+        f" {size.get(i8, '?')} vs {size.get(i8b, '?')} (per-token scales are 4x fewer), decoder step (4 rows)"
+        f" {get(rows, i8, 'step_ms', '.1f')} vs {get(rows, i8b, 'step_ms', '.1f')} ms, encoder"
+        f" {get(rows, i8, 'encoder_ms', '.1f')} vs {get(rows, i8b, 'encoder_ms', '.1f')} ms, demo chrF"
+        f" {get(demo, i8, 'chrf', '.2f')} vs {get(demo, i8b, 'chrf', '.2f')}. The int8 GEMM of"
+        " `DynamicQuantizeMatMul` is about twice as fast as 8-bit `MatMulNBits` from 16 rows on (batch 16 x beam 4"
+        " is 64 rows), slower for one row: `enzh bench` in docs/benchmarks.md compares the cells. The lookup then"
+        " gathers columns of `[d, V]` (slower than rows: the encoder pays for it at large batches, see"
+        " docs/profile.md).",
         f"* **int8 linears use `DynamicQuantizeMatMul`** (one scale per output channel) rather than 8-bit"
-        f" `MatMulNBits` blocks: {size.get(i8, '?')} vs {size.get(i8n, '?')}, encoder"
+        f" `MatMulNBits` blocks (*{i8n}*): {size.get(i8, '?')} vs {size.get(i8n, '?')}, encoder"
         f" {get(rows, i8, 'encoder_ms', '.1f')} vs {get(rows, i8n, 'encoder_ms', '.1f')} ms, decoder step"
-        f" {get(rows, i8, 'step_ms', '.1f')} vs {get(rows, i8n, 'step_ms', '.1f')} ms, agreement within noise. The"
-        " output projection has to be `MatMulNBits` (its weight layout is the embedding's `[V, d]`), with"
-        " `accuracy_level` 4 (int8 activations): with 0 the table is dequantized on every call and a decoder step"
-        f" took ~250 ms (measured separately). The int8 block ({DEFAULT_BLOCK_SIZE['int8']}) only sets the table's"
-        " scales: on the demo model blocks 64 / 128 / 256 give chrF"
-        f" {get(demo, 'int8, table block 64', 'chrf', '.2f')} / {get(demo, i8, 'chrf', '.2f')} /"
-        f" {get(demo, 'int8, table block 256', 'chrf', '.2f')}; 128 keeps a margin under 80 MiB with"
-        " opus-mt-en-zh's own tokenizer files (1.1 MB larger than the shaped model's).",
+        f" {get(rows, i8, 'step_ms', '.1f')} vs {get(rows, i8n, 'step_ms', '.1f')} ms, agreement within noise."
+        " 8-bit `MatMulNBits` needs `accuracy_level` 4 (int8 activations): with 0 the weights are dequantized on"
+        " every call (a decoder step took ~250 ms, measured separately).",
         f"* **int4 block size 64**: block 32 is {size.get(i4s, '?')} ({_pct(rows.get(i4s, {}).get('top1'))} top-1)"
-        f" against {size.get(i4, '?')} ({_pct(rows.get(i4, {}).get('top1'))}), over 50 MB in decimal units, for no"
-        f" gain on the demo model; block 128 ({size.get(i4l, '?')}) loses clearly more agreement"
-        f" ({_pct(rows.get(i4l, {}).get('top1'))}). Scales are searched per block (6 clipping ratios, least squared"
-        " error): about 5 % lower mean logit error than plain abs-max scales on the shaped model (measured"
-        " separately).",
+        f" against {size.get(i4, '?')} ({_pct(rows.get(i4, {}).get('top1'))}), for no gain on the demo model; block"
+        f" 128 ({size.get(i4l, '?')}) loses clearly more agreement ({_pct(rows.get(i4l, {}).get('top1'))})."
+        " Scales are searched per block (6 clipping ratios, least squared error): about 5 % lower mean logit error"
+        " than plain abs-max scales on the shaped model (measured separately).",
         "* **fp16** stores the matrices as float16 and casts them to float32 inside the graph, so it runs on every"
         " execution provider, CPU included, with fp32 arithmetic: ONNX Runtime folds the casts when the session is"
         " created (fp32-sized weights in memory, half the download). It is a storage format; it does not switch a"
         " GPU to fp16 arithmetic.",
-        "* **Units.** The size targets (int8 ≤ 80, int4 ≤ 50) are checked in MiB by"
-        " `tests/test_quantize.py::test_shaped_model_size_gates`. In decimal megabytes the int8 directory cannot"
-        " reach 80 MB: its weights alone are 77.3 MB (44.0 M linear weights and 33.3 M embedding entries, one byte"
-        " each) and the tokenizer files of this vocabulary add 2.1 MB.",
+        "* **Sizes** are decimal megabytes of the whole directory (graphs, weights.bin, tokenizer files, manifest),"
+        " checked by `tests/test_quantize.py::test_shaped_model_size_gates` (int8 ≤ 80 MB, int4 ≤ 50 MB). The"
+        " vocabulary is stored as compact gzipped JSON (`vocab.json.gz`).",
         f"* **Peak memory** is dominated by decoding, not by the weights. After loading, int8 holds"
         f" {get(rows, i8, 'loaded_mib', '.0f')} MiB (fp32 {get(rows, 'fp32', 'loaded_mib', '.0f')} MiB; Python, numpy"
         " and onnxruntime alone are ~54 MiB). Random weights never emit eos, so all 16 sentences run to their"
-        " length bound (up to 64 tokens) with 4 beams each; the self-attention cache of 64 rows × 64 positions is"
-        " ~100 MB in fp32, and the runtime holds it two to three times during a step (the numpy cache, ONNX"
-        " Runtime's new `present_*` outputs, the beam reorder copy) plus allocator slack. That part is the same"
-        f" for every precision and lives in `enzh/sessions.py` / `enzh/decoding.py`; it is why the"
+        " length bound (2 x source length + 16 tokens) with 4 beams each: the fp32 self-attention cache (rows x"
+        " positions x 12 key/value buffers of 8 x 64) and the logits and log-probabilities (rows x 65,001) of the"
+        " largest batch are what remains. The cache is preallocated once per batch and updated in place (no copies"
+        " per step); the rest of decoding is small. That is why the"
         f" {get(rows, i8, 'peak_mib', '.0f')} MiB int8 peak is above the 275 MB target.",
     ]
     return out
