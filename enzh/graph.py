@@ -5,9 +5,13 @@ The graphs are written node by node (no tracing), so the layout is exactly what 
 * ``encoder.onnx``: ``input_ids``, ``attention_mask`` -> ``cross_bias`` (additive attention mask for the
   decoder) and, for every decoder layer, the cross-attention keys (pre-transposed, ``[B, H, dh, S]``) and
   values (``[B, H, S, dh]``). Cross-attention keys/values are therefore computed once per sentence.
-* ``decoder.onnx``: one step. ``input_ids [B, 1]``, ``position [1]``, ``cross_bias``, the cross keys/values
-  and the self-attention cache ``past_key_i``/``past_value_i [B, H, T, dh]`` -> ``logits [B, V]`` for the
-  new position only and ``present_key_i``/``present_value_i [B, H, T+1, dh]``.
+  Self-attention is ONNX Runtime's fused ``MultiHeadAttention``.
+* ``decoder.onnx``: one step for ``R = B x beams`` rows. ``input_ids [R, 1]``, ``position [1]``, ``top_k [1]``,
+  ``cross_bias`` and the cross keys/values (one entry per sentence, shared by its beams), and the
+  self-attention cache ``past_key_i``/``past_value_i [R, H, capacity, dh]`` -> ``logits`` and ``log_probs``
+  ``[R, V]`` for the new position only, ``top_log_probs``/``top_ids [R, top_k]`` and ``present_key_i``/
+  ``present_value_i``. Self-attention is ``GroupQueryAttention``: bound to the same buffer as ``past_*``,
+  ``present_*`` is written in place at index ``position``.
 
 Every weight lives once in ``weights.bin`` (ONNX external data); both graphs point into the same file, so
 the embedding matrix shared by encoder, decoder and output projection is stored a single time.
@@ -176,10 +180,6 @@ class GraphBuilder:
         shaped = self.op1("Reshape", [x, self.const([0, -1, n_heads, head_dim])])
         return self.op1("Transpose", [shaped], perm=perm)
 
-    def merge_heads(self, x: str, d_model: int) -> str:
-        """[B, H, L, dh] -> [B, L, d]."""
-        return self.op1("Reshape", [self.op1("Transpose", [x], perm=[0, 2, 1, 3]), self.const([0, -1, d_model])])
-
     def attend(self, q: str, k_t: str, v: str, bias: str | None) -> str:
         """softmax(q @ k_t + bias) @ v, with q already scaled (the scale is folded into the q weights)."""
         scores = self.op1("MatMul", [q, k_t])
@@ -227,7 +227,6 @@ def _embed(g: GraphBuilder, arch: MarianArch, table: str, ids: str, positions: s
 def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx.ModelProto:
     g = GraphBuilder("enzh_encoder", store)
     d, heads = arch.d_model, arch.encoder_heads
-    dh = d // heads
     # Positions 0..S-1 of the static sinusoidal table.
     seq_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
     positions = g.op1("Slice", [g.weight("positions"), g.const([0]), seq_len, g.const([0])])
@@ -236,16 +235,14 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx
     is_pad = g.op1("Equal", ["attention_mask", g.const(0)])
     bias = g.op1("Where", [is_pad, g.const(np.finfo(np.float32).min, np.float32), g.const(0.0, np.float32)])
     bias = g.op1("Unsqueeze", [bias, g.const([1, 2])])
+    # Padded keys are left out of self-attention (MultiHeadAttention's key padding mask: 1 = attend).
+    key_mask = g.op1("Cast", ["attention_mask"], to=TensorProto.INT32)
     for i in range(arch.encoder_layers):
         p = f"encoder.{i}"
         q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([d, d, d])], 3, axis=-1)
-        ctx = g.attend(
-            g.heads(q, heads, dh, [0, 2, 1, 3]),
-            g.heads(k, heads, dh, [0, 2, 3, 1]),
-            g.heads(v, heads, dh, [0, 2, 1, 3]),
-            bias,
-        )
-        h = g.residual_norm(h, g.linear(g.merge_heads(ctx, d), f"{p}.out"), f"{p}.attn_ln", arch)
+        # Fused attention on [B, S, d] inputs and output (the q scale is folded into the weights).
+        ctx = g.op1("MultiHeadAttention", [q, k, v, "", key_mask], domain=MS_DOMAIN, num_heads=heads, scale=1.0)
+        h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
         h = g.feed_forward(h, p, arch)
     outputs = [_f32("cross_bias", ["batch", 1, 1, "src_len"])]
     g.nodes.append(helper.make_node("Identity", [bias], ["cross_bias"]))
