@@ -6,11 +6,13 @@ float32 like HF's torch code, so that the same logits give the same tokens and t
 
 Read top to bottom:
 
-1. the decoder protocol and the result type;
+1. the decoder protocol (a step returns all scores and each row's best few) and the result type;
 2. the logits processors, one small function each, applied in the order HF builds them
    (repetition penalty, no-repeat n-gram, bad words, min length, forced eos, renormalization);
-3. :func:`greedy_search`, :func:`beam_search` and :func:`generate`;
-4. the top-k used by beam search, which also reproduces the order ``torch.topk`` gives equal values.
+3. the fast path: when the processors only ban fixed tokens, a step is decided from each row's best few
+   log-probabilities; exact ties and row-dependent processors fall back to all scores;
+4. :func:`greedy_search`, :func:`beam_search` and :func:`generate`;
+5. the top-k used by beam search, which also reproduces the order ``torch.topk`` gives equal values.
 
 Both searches drop the rows of finished sentences from the running decoder, so a finished sentence costs
 nothing. HF keeps computing those rows, but their results can no longer change, so the output is the same.
