@@ -41,8 +41,8 @@ class Step:
     """What one decoder step returns for every row. The arrays may be views of buffers that the next step
     overwrites: use them before stepping again."""
 
-    logits: np.ndarray
-    """float32 [rows, vocab]: next-token logits."""
+    logits: np.ndarray | None
+    """float32 [rows, vocab]: next-token logits (None when the step was asked not to keep them)."""
     log_probs: np.ndarray
     """float32 [rows, vocab]: log_softmax(logits)."""
     top_log_probs: np.ndarray
@@ -51,20 +51,21 @@ class Step:
     """int64 [rows, k]: their token ids (equal values: lower id first)."""
 
     @classmethod
-    def from_logits(cls, logits: np.ndarray, top_k: int) -> Step:
+    def from_logits(cls, logits: np.ndarray, top_k: int, keep_logits: bool = True) -> Step:
         """A step computed in numpy from logits (for decoders that only produce logits)."""
         logits = np.asarray(logits, dtype=np.float32)
         log_probs = log_softmax(logits)
         ids = np.argsort(-log_probs, axis=1, kind="stable")[:, : min(top_k, logits.shape[1])]
-        return cls(logits, log_probs, np.take_along_axis(log_probs, ids, axis=1), ids)
+        kept = logits if keep_logits else None
+        return cls(kept, log_probs, np.take_along_axis(log_probs, ids, axis=1), ids)
 
 
 class IncrementalDecoder(Protocol):
     """A running batch of decoder rows with their key/value caches (one row = one hypothesis)."""
 
-    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+    def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
         """Feed one token per row (int64, shape [rows]); return the next-token scores with the ``top_k`` best
-        log-probabilities of every row."""
+        log-probabilities of every row (and the raw logits unless ``logits=False``)."""
         ...
 
     def reorder(self, rows: np.ndarray) -> None:
@@ -206,7 +207,7 @@ def _is_forced_step(length: int, settings: DecodingSettings) -> bool:
 
 
 def _check_vocab(bans: tuple[int, ...], step: Step) -> tuple[int, ...]:
-    vocab = step.logits.shape[1]
+    vocab = step.log_probs.shape[1]
     for token in bans:
         if token >= vocab:
             raise ValueError(f"bad_words_ids {(token,)} has ids outside the model vocabulary ({vocab})")
@@ -325,10 +326,14 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
             tokens = np.full(len(history), settings.forced_eos_token_id, dtype=np.int64)
             log_probs = np.zeros(len(history), dtype=np.float32)
         else:
-            step = decoder.step(np.ascontiguousarray(history[:, -1]), 1 + len(bans or ()))
+            # Raw logits only for the processors that need them (repetition penalty depends on their sign).
+            step = decoder.step(np.ascontiguousarray(history[:, -1]), 1 + len(bans or ()), logits=bans is None)
             ids, values = _best_allowed(step, _check_vocab(bans, step), 1) if bans is not None else (None, None)
             if ids is None or values is None or ids.shape[1] == 0:
-                tokens, log_probs = _greedy_from_scores(history, step.logits.copy(), settings)
+                # Fixed bans only: processing the log-probabilities instead of the logits picks the same token
+                # with the same score (log-softmax is shift invariant).
+                scores = step.logits if step.logits is not None else step.log_probs
+                tokens, log_probs = _greedy_from_scores(history, scores.copy(), settings)
             else:
                 tokens, log_probs = ids[:, 0], values[:, 0] - _log_allowed_mass(step, bans or ())
         total = total + log_probs
@@ -402,9 +407,9 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
             # (tied running scores: torch.topk's order decides, from a full row of scores; any scores will do)
             log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32)) if candidates is None else None
         elif bans is None:
-            log_probs = decoder.step(last, 1).log_probs.copy()
+            log_probs = decoder.step(last, 1, logits=False).log_probs.copy()
         else:
-            step = decoder.step(last, num_candidates + 1 + len(bans))
+            step = decoder.step(last, num_candidates + 1 + len(bans), logits=False)
             candidates = _beam_candidates_from_top(step, _check_vocab(bans, step), running_scores, settings)
             log_probs = step.log_probs.copy() if candidates is None else step.log_probs
         if log_probs is not None:

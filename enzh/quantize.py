@@ -815,7 +815,7 @@ def _check_loads(directory: Path, manifest: Manifest) -> None:
     ids = manifest.special_ids
     src = np.array([[min(5, ids["pad"] - 1), ids["eos"]]], dtype=np.int64)
     decoder = sessions.decoder_for(sessions.encode(src, np.ones_like(src)))
-    logits = decoder.step(np.array([ids["decoder_start"]], dtype=np.int64)).logits
+    logits = decoder.step(np.array([ids["decoder_start"]], dtype=np.int64)).log_probs
     if not np.all(np.isfinite(logits)):
         raise QuantizeError(f"the {manifest.precision} variant in {directory} produces non-finite logits")
 
@@ -891,7 +891,7 @@ def compare_logits(
         steps = np.concatenate([np.full((rows, 1), ids["decoder_start"]), targets], axis=1).astype(np.int64)
         decoders = [m.decoder_for(m.encode(src, mask)) for m in models]
         for t in range(target_len):
-            ref, var = (d.step(steps[:, t]).logits for d in decoders)
+            ref, var = (np.asarray(d.step(steps[:, t]).logits) for d in decoders)
             agree += int((ref.argmax(-1) == var.argmax(-1)).sum())
             total += rows
             diff = np.abs(ref.astype(np.float64) - var)

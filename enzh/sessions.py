@@ -128,7 +128,7 @@ class OrtDecoder:
         self._scores = np.empty((0, sessions.vocab), dtype=np.float32)
         self._io = sessions.decoder.io_binding()
         self._cross_bound = False
-        self._bound: tuple[int, int] | None = None  # (rows, buffer generation) the binding was made for
+        self._bound: tuple[int, int, bool] | None = None  # (rows, buffer generation, logits) of the binding
         self._generation = 0  # bumped whenever the buffers are reallocated
         self._ids = np.zeros((0, 1), dtype=np.int64)
         self._position = np.zeros(1, dtype=np.int64)
@@ -154,8 +154,10 @@ class OrtDecoder:
         bind = self._io.bind_output if output else self._io.bind_input
         bind(name, "cpu", 0, array.dtype.type, list(array.shape), array.ctypes.data)
 
-    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
-        """Feed one token per row; return this step's scores (see :class:`enzh.decoding.Step`)."""
+    def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
+        """Feed one token per row; return this step's scores (see :class:`enzh.decoding.Step`). With
+        ``logits=False`` the logits are not kept: ONNX Runtime writes them and then, in place, their
+        log-softmax into the same buffer (one ``[rows, vocab]`` array less)."""
         rows = self.rows
         if len(tokens) != rows:
             raise ValueError(f"step() got {len(tokens)} tokens for {rows} rows")
@@ -169,7 +171,7 @@ class OrtDecoder:
             for name, array in zip(self.s._cross_names, self.cross, strict=True):
                 self._bind(name, array)
             self._cross_bound = True
-        if self._bound != (rows, self._generation):
+        if self._bound != (rows, self._generation, logits):
             # (Re)bind what lives in preallocated buffers; later steps only write into them.
             io.clear_binding_outputs()
             self._bind("input_ids", self._ids[:rows])
@@ -178,11 +180,11 @@ class OrtDecoder:
             for name, out_name, cache in zip(self.s._past_names, self.s._present_names, self._cache, strict=True):
                 self._bind(name, cache[:rows])
                 self._bind(out_name, cache[:rows], output=True)
-            self._bind("logits", self._scores[0, :rows], output=True)
+            self._bind("logits", self._scores[0 if logits else 1, :rows], output=True)
             self._bind("log_probs", self._scores[1, :rows], output=True)
             io.bind_output("top_log_probs")
             io.bind_output("top_ids")
-            self._bound = (rows, self._generation)
+            self._bound = (rows, self._generation, logits)
         self._ids[:rows, 0] = tokens
         self._position[0] = self.position
         self._top_k[0] = min(max(1, top_k), self.s.vocab)
@@ -190,7 +192,7 @@ class OrtDecoder:
         outputs = io.get_outputs()
         self.position += 1
         return Step(
-            logits=self._scores[0, :rows],
+            logits=self._scores[0, :rows] if logits else None,
             log_probs=self._scores[1, :rows],
             top_log_probs=outputs[-2].numpy(),
             top_ids=outputs[-1].numpy(),

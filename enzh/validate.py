@@ -138,6 +138,7 @@ def check_numerics(
         for t in range(dec_in.shape[1]):
             step = decoder.step(dec_in[:, t], top_k=4)
             reference = out.logits[:, t]
+            assert step.logits is not None
             report.record("logits", step.logits, reference.numpy())
             report.record("log_probs", step.log_probs, torch.log_softmax(reference, dim=-1).numpy())
             # The top-k output: the k largest log-probabilities, in order (ids may swap only on near-ties).

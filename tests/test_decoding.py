@@ -127,7 +127,7 @@ class TorchDecoder:
         self.encoder_mask = attention_mask
         self.cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
 
-    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+    def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
         assert tokens.dtype == np.int64 and tokens.ndim == 1
         assert len(tokens) == self.encoder_states.shape[0]
         with torch.no_grad():
@@ -138,8 +138,8 @@ class TorchDecoder:
                 past_key_values=self.cache,
                 use_cache=True,
             )
-            logits = self.model.lm_head(out.last_hidden_state) + self.model.final_logits_bias
-        return Step.from_logits(logits[:, -1].float().numpy(), top_k)
+            raw = self.model.lm_head(out.last_hidden_state) + self.model.final_logits_bias
+        return Step.from_logits(raw[:, -1].float().numpy(), top_k, keep_logits=logits)
 
     def reorder(self, rows: np.ndarray) -> None:
         assert rows.dtype == np.int64 and rows.ndim == 1
@@ -156,9 +156,9 @@ class CountingDecoder:
         self.inner = inner
         self.rows_per_step: list[int] = []
 
-    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+    def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
         self.rows_per_step.append(len(tokens))
-        return self.inner.step(tokens, top_k)
+        return self.inner.step(tokens, top_k, logits)
 
     def reorder(self, rows: np.ndarray) -> None:
         self.inner.reorder(rows)
@@ -420,18 +420,18 @@ class ScriptedDecoder:
         self.step_number = 0
         self.rows_per_step: list[int] = []
 
-    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
+    def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
         self.step_number += 1
         self.rows_per_step.append(len(tokens))
         assert len(tokens) == len(self.sentence)
-        logits = np.stack(
+        raw = np.stack(
             [
                 np.random.default_rng([int(s), int(t), self.step_number]).normal(size=self.vocab)
                 for s, t in zip(self.sentence, tokens, strict=True)
             ]
         ).astype(np.float32)
-        logits[:, EOS] = np.where(self.finish[self.sentence] <= self.step_number, 50.0, -50.0)
-        return Step.from_logits(logits, top_k)
+        raw[:, EOS] = np.where(self.finish[self.sentence] <= self.step_number, 50.0, -50.0)
+        return Step.from_logits(raw, top_k, keep_logits=logits)
 
     def reorder(self, rows: np.ndarray) -> None:
         assert rows.dtype == np.int64
@@ -614,9 +614,10 @@ def test_fixed_bans_read_only_the_best_scores(name: str, monkeypatch: pytest.Mon
 class TiedScriptedDecoder(ScriptedDecoder):
     """Logits rounded to multiples of 1/16: exact ties among the best tokens of many rows."""
 
-    def step(self, tokens: np.ndarray, top_k: int = 1) -> Step:
-        logits = super().step(tokens, top_k).logits
-        return Step.from_logits(np.round(logits * 16) / 16, top_k)
+    def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
+        raw = super().step(tokens, top_k).logits
+        assert raw is not None
+        return Step.from_logits(np.round(raw * 16) / 16, top_k)
 
 
 @pytest.mark.parametrize("num_beams", [1, 3, 4])

@@ -158,3 +158,22 @@ def test_dynamic_axes(tiny_source, tiny_export):
                 decoder_input_ids=torch.from_numpy(np.stack(fed[:-1], axis=1)),
             ).logits[:, -1]
         np.testing.assert_allclose(logits, ref.numpy(), atol=2e-4, rtol=1e-4)
+
+
+def test_step_without_logits_matches(tiny_export):
+    """logits=False lets ONNX Runtime write the log-softmax over the logits in place: same log-probabilities and
+    candidates as a step that keeps the logits, for the same tokens."""
+    directory = tiny_export("base")
+    manifest = Manifest.load(directory)
+    sessions = ModelSessions(directory, manifest, RuntimeOptions())
+    ids = np.array([[5, 6, 7, 0], [9, 8, 0, manifest.special_ids["pad"]]], dtype=np.int64)
+    mask = (ids != manifest.special_ids["pad"]).astype(np.int64)
+    kept, dropped = (sessions.decoder_for(sessions.encode(ids, mask)) for _ in range(2))
+    tokens = np.full(2, manifest.special_ids["decoder_start"], dtype=np.int64)
+    for _ in range(5):
+        a, b = kept.step(tokens, top_k=3), dropped.step(tokens, top_k=3, logits=False)
+        assert a.logits is not None and b.logits is None
+        np.testing.assert_array_equal(a.log_probs, b.log_probs)
+        np.testing.assert_array_equal(a.top_ids, b.top_ids)
+        np.testing.assert_array_equal(a.top_log_probs, b.top_log_probs)
+        tokens = a.top_ids[:, 0].copy()
