@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from enzh.options import positive_int
+
 SCHEMA = "enzh-bench/1"
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEMO_SOURCE = PACKAGE_DIR / "demo" / "model"
@@ -1502,30 +1504,20 @@ def _name_list(choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
-
-
 # (flag, settings field, type) of the options that override BenchSettings; None keeps the mode's default.
 _SETTING_FLAGS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--engines", "engines", _name_list([e.id for e in ENGINES]), "engines to run (default: all)"),
     ("--groups", "groups", _name_list(GROUPS), "case groups: fixed, natural (default: both)"),
-    ("--repeats", "repeats", _positive, "timed runs per cell and round (default 5; --quick 2)"),
-    ("--rounds", "rounds", _positive, "sweeps over all engines, fresh processes each, runs pooled (default 1)"),
+    ("--repeats", "repeats", positive_int, "timed runs per cell and round (default 5; --quick 2)"),
+    ("--rounds", "rounds", positive_int, "sweeps over all engines, fresh processes each, runs pooled (default 1)"),
     ("--warmup", "warmup", int, "untimed runs per cell before timing (default 1)"),
-    ("--threads", "threads", _positive, "threads of every engine (default 2)"),
+    ("--threads", "threads", positive_int, "threads of every engine (default 2)"),
     ("--batch-sizes", "batch_sizes", _int_list, "batch sizes (default 1,16; --quick 1,4)"),
     ("--beams", "beams", _int_list, "beam widths, 1 = greedy (default 1,4; --quick 1,2)"),
-    ("--source-tokens", "source_tokens", _positive, "fixed cases: source length (default 24; --quick 12)"),
-    ("--new-tokens", "new_tokens", _positive, "fixed cases: generated tokens (default 32; --quick 8)"),
-    ("--natural-sentences", "natural_sentences", _positive, "natural cases: test sentences (default 64)"),
-    ("--natural-max-new-tokens", "natural_max_new_tokens", _positive, "natural cases: bound (default 128)"),
+    ("--source-tokens", "source_tokens", positive_int, "fixed cases: source length (default 24; --quick 12)"),
+    ("--new-tokens", "new_tokens", positive_int, "fixed cases: generated tokens (default 32; --quick 8)"),
+    ("--natural-sentences", "natural_sentences", positive_int, "natural cases: test sentences (default 64)"),
+    ("--natural-max-new-tokens", "natural_max_new_tokens", positive_int, "natural cases: bound (default 128)"),
     ("--seed", "seed", int, "seed of the shaped model's weights and the fixed sources (default 0)"),
     ("--timeout", "timeout_s", float, "seconds one engine process may run (default 3600; --quick 300)"),
 )

@@ -12,19 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from enzh.bench import add_bench_parser, cmd_bench
+from enzh.options import positive_int
 from enzh.server import add_serve_parser, cmd_serve
 
 logger = logging.getLogger("enzh")
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
 
 
 def _precision_flags(p: argparse.ArgumentParser, default: str | None) -> None:
@@ -38,7 +29,7 @@ def _precision_flags(p: argparse.ArgumentParser, default: str | None) -> None:
     )
     p.add_argument(
         "--block-size",
-        type=_positive,
+        type=positive_int,
         help="quantization block, 16..256 (default: int8 128, used by its embedding table; int4 64)",
     )
     p.add_argument("--accuracy-level", type=int, help="int8/int4 MatMulNBits compute type (4 = int8, default)")
@@ -72,10 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("translate", help="translate TEXT arguments, or stdin one sentence per line")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="English text; none: read lines from stdin")
     p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
-    p.add_argument("--beam-size", type=_positive, help="beam width (default: the manifest's num_beams)")
+    p.add_argument("--beam-size", type=positive_int, help="beam width (default: the manifest's num_beams)")
     p.add_argument(
         "--max-new-tokens",
-        type=_positive,
+        type=positive_int,
         help="max generated tokens per sentence (default: bounded by source length)",
     )
     p.add_argument("--target", help="zh-Hans (default) or zh-Hant, or a language token like >>cmn_Hant<<")
@@ -89,17 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train-demo", help="train the small demo EN->ZH model (about 25 minutes on 2 cores)")
     p.add_argument("out_dir", metavar="OUT_DIR")
-    p.add_argument("--steps", type=_positive)
+    p.add_argument("--steps", type=positive_int)
     p.add_argument("--seed", type=int)
-    p.add_argument("--threads", type=_positive, help="torch CPU threads (default: 2, or 1 when the CPU is busy)")
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads (default: 2, or 1 when the CPU is busy)")
 
     p = sub.add_parser("eval", help="exact match, chrF and BLEU of a model directory on a test set (TSV en<TAB>zh)")
     p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
     p.add_argument("--test", help="TSV file, one 'english<TAB>chinese' pair per line (default: the demo held-out set)")
     p.add_argument(
-        "--beam-size", type=_positive, action="append", help="beam width; repeat for several (default 1 and 4)"
+        "--beam-size", type=positive_int, action="append", help="beam width; repeat for several (default 1 and 4)"
     )
-    p.add_argument("--limit", type=_positive, help="evaluate only the first N pairs")
+    p.add_argument("--limit", type=positive_int, help="evaluate only the first N pairs")
     add_bench_parser(sub)
     add_serve_parser(sub)
     return parser
