@@ -219,10 +219,13 @@ def _best_allowed(step: Step, bans: tuple[int, ...], n: int) -> tuple[np.ndarray
     log-probabilities, best first."""
     ids, values = step.top_ids, step.top_log_probs
     if bans:
-        allowed = ~np.isin(ids, bans)
-        order = np.argsort(~allowed, axis=1, kind="stable")  # allowed first, order kept
-        ids, values = np.take_along_axis(ids, order, axis=1), np.take_along_axis(values, order, axis=1)
-        n = min(n, int(allowed.sum(axis=1).min()))
+        allowed = ids != bans[0]
+        for token in bans[1:]:
+            allowed &= ids != token
+        if not allowed[:, :n].all():  # a banned token among some row's best n: move it behind the others
+            order = np.argsort(~allowed, axis=1, kind="stable")  # allowed first, order kept
+            ids, values = np.take_along_axis(ids, order, axis=1), np.take_along_axis(values, order, axis=1)
+            n = min(n, int(allowed.sum(axis=1).min()))
     return ids[:, :n], values[:, :n]
 
 
