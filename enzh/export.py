@@ -236,12 +236,13 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def prepare_out_dir(out_dir: Path, force: bool) -> None:
+def prepare_out_dir(out_dir: Path, force: bool, error: type[Exception] = ExportError) -> None:
+    """Create OUT_DIR, refusing a file or a non-empty directory unless ``force`` (then it is emptied)."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise ExportError(f"OUT_DIR {out_dir} exists and is a file; choose a directory path")
+        raise error(f"OUT_DIR {out_dir} exists and is a file; choose a directory path")
     if out_dir.is_dir() and any(out_dir.iterdir()):
         if not force:
-            raise ExportError(f"OUT_DIR {out_dir} is not empty; pass --force (force=True) to overwrite it")
+            raise error(f"OUT_DIR {out_dir} is not empty; pass --force (force=True) to overwrite it")
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 

@@ -70,6 +70,7 @@ class WeightStore:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.offsets: dict[str, tuple[int, int]] = {}
+        self.aliases: dict[str, str] = {}  # name -> stored name whose bytes it reuses (see quantize)
 
     def add(self, name: str, array: np.ndarray) -> str:
         if name in self.arrays:
@@ -77,17 +78,25 @@ class WeightStore:
         self.arrays[name] = np.ascontiguousarray(array)
         return name
 
+    def alignment(self, nbytes: int) -> int:
+        """Where in weights.bin a tensor of ``nbytes`` may start (every tensor page aligned here)."""
+        return ALIGN
+
     def write(self, path: Path) -> None:
         offset = 0
         with open(path, "wb") as f:
             for name, array in self.arrays.items():
-                pad = (-offset) % ALIGN
+                if name in self.aliases:
+                    continue
+                data = array.tobytes()
+                pad = (-offset) % self.alignment(len(data))
                 f.write(b"\0" * pad)
                 offset += pad
-                data = array.tobytes()
                 f.write(data)
                 self.offsets[name] = (offset, len(data))
                 offset += len(data)
+        for name, target in self.aliases.items():
+            self.offsets[name] = self.offsets[target]
 
     def layout(self, name: str) -> dict[str, object]:
         """Where a written weight lives in weights.bin (recorded in the manifest for the runtime)."""

@@ -266,10 +266,6 @@ class AliasingWeightStore(WeightStore):
     one stored array: the quantized embedding table is one region of weights.bin seen as
     ``[V, d*bits/8]`` by GatherBlockQuantized and ``[V, d/block, block*bits/8]`` by MatMulNBits."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.aliases: dict[str, str] = {}
-
     def alias(self, name: str, target: str, shape: Sequence[int]) -> str:
         if name in self.arrays:
             raise ValueError(f"weight {name!r} added twice")
@@ -277,22 +273,9 @@ class AliasingWeightStore(WeightStore):
         self.aliases[name] = target
         return name
 
-    def write(self, path: Path) -> None:
-        offset = 0
-        with open(path, "wb") as f:
-            for name, array in self.arrays.items():
-                if name in self.aliases:
-                    continue
-                data = array.tobytes()
-                # Page-align what ONNX Runtime memory-maps; pack small tensors (biases, norms, scales) tightly.
-                pad = (-offset) % (ALIGN if len(data) >= ALIGN else SMALL_ALIGN)
-                f.write(b"\0" * pad)
-                offset += pad
-                f.write(data)
-                self.offsets[name] = (offset, len(data))
-                offset += len(data)
-        for name, target in self.aliases.items():
-            self.offsets[name] = self.offsets[target]
+    def alignment(self, nbytes: int) -> int:
+        # Page-align what ONNX Runtime memory-maps; pack small tensors (biases, norms, scales) tightly.
+        return ALIGN if nbytes >= ALIGN else SMALL_ALIGN
 
 
 # -- graph rewriting ------------------------------------------------------------------------------------------
@@ -685,15 +668,11 @@ def _default_opset(model: onnx.ModelProto) -> int:
 
 
 def _prepare(out_dir: Path, src_dir: Path, force: bool) -> None:
+    from enzh.export import prepare_out_dir
+
     if out_dir.resolve() == src_dir.resolve():
         raise QuantizeError(f"OUT_DIR {out_dir} is the source directory; write the variant to another directory")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise QuantizeError(f"OUT_DIR {out_dir} exists and is a file; choose a directory path")
-    if out_dir.is_dir() and any(out_dir.iterdir()):
-        if not force:
-            raise QuantizeError(f"OUT_DIR {out_dir} is not empty; pass --force (force=True) to overwrite it")
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out_dir, force, error=QuantizeError)
 
 
 def _versions() -> dict[str, str]:

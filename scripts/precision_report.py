@@ -256,6 +256,11 @@ def _pct(x: float | None) -> str:
     return "" if x is None else f"{100 * x:.2f} %"
 
 
+def _diff_cell(row: dict[str, Any]) -> str:
+    """Largest / mean absolute logit difference to fp32 ("" for fp32 itself)."""
+    return "" if "top1" not in row else f"{row['max_diff']:.3f} / {row['mean_diff']:.4f}"
+
+
 def render(results: dict[str, Any], command: str) -> str:
     env = results["environment"]
     b4 = DEFAULT_BLOCK_SIZE["int4"]
@@ -310,7 +315,7 @@ def render(results: dict[str, Any], command: str) -> str:
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in shaped["rows"]:
-            diff = "" if "top1" not in r else f"{r['max_diff']:.3f} / {r['mean_diff']:.4f}"
+            diff = _diff_cell(r)
             lines.append(
                 f"| {r['variant']} | {_mb(r['bytes'])} | {r['loaded_mib']:.0f} MiB | {r['peak_mib']:.0f} MiB"
                 f" | {r['step_ms']:.1f} ms | {r['step64_ms']:.1f} ms | {r['encoder_ms']:.1f} ms"
@@ -336,7 +341,7 @@ def render(results: dict[str, Any], command: str) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         for r in demo["rows"]:
-            diff = "" if "top1" not in r else f"{r['max_diff']:.3f} / {r['mean_diff']:.4f}"
+            diff = _diff_cell(r)
             lines.append(
                 f"| {r['variant']} | {_mb(r['bytes']) or '—'} | {r['exact']:.1f} | {r['chrf']:.2f} | {r['bleu']:.2f}"
                 f" | {_pct(r.get('top1')) or '—'} | {diff or '—'} |"
