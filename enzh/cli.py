@@ -33,6 +33,12 @@ def _precision_flags(p: argparse.ArgumentParser, default: str | None) -> None:
         help="quantization block, 16..256 (default: int8 128, used by its embedding table; int4 64)",
     )
     p.add_argument("--accuracy-level", type=int, help="int8/int4 MatMulNBits compute type (4 = int8, default)")
+    p.add_argument(
+        "--cache",
+        choices=["float32", "float16"],
+        help="decoder self-attention cache of a variant: float32 (default, fastest on CPU) or float16 (half the "
+        "memory of the largest beam-search buffers)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,7 +107,12 @@ def _read_lines(stream: object) -> list[str]:
 
 
 def _quantize_settings(args: argparse.Namespace) -> dict[str, Any]:
-    return {"precision": args.precision, "block_size": args.block_size, "accuracy_level": args.accuracy_level}
+    return {
+        "precision": args.precision,
+        "block_size": args.block_size,
+        "accuracy_level": args.accuracy_level,
+        "cache": args.cache,
+    }
 
 
 def cmd_export(args: argparse.Namespace) -> int:

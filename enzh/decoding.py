@@ -39,7 +39,8 @@ _TOP_K_BLOCK = 128
 @dataclass(frozen=True)
 class Step:
     """What one decoder step returns for every row. The arrays may be views of buffers that the next step
-    overwrites: use them before stepping again."""
+    overwrites: use them before stepping again. ``log_probs`` belongs to the caller until then (a search may
+    process it in place)."""
 
     logits: np.ndarray | None
     """float32 [rows, vocab]: next-token logits (None when the step was asked not to keep them)."""
@@ -410,11 +411,11 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
             # (tied running scores: torch.topk's order decides, from a full row of scores; any scores will do)
             log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32)) if candidates is None else None
         elif bans is None:
-            log_probs = decoder.step(last, 1, logits=False).log_probs.copy()
+            log_probs = decoder.step(last, 1, logits=False).log_probs
         else:
             step = decoder.step(last, num_candidates + 1 + len(bans), logits=False)
             candidates = _beam_candidates_from_top(step, _check_vocab(bans, step), running_scores, settings)
-            log_probs = step.log_probs.copy() if candidates is None else step.log_probs
+            log_probs = step.log_probs
         if log_probs is not None:
             vocab = log_probs.shape[1]
         if candidates is None:

@@ -299,6 +299,32 @@ def pad_self_attention(arch: MarianArch, store: WeightStore) -> None:
         store.arrays[f"{p}.out.w"] = spread(store.arrays[f"{p}.out.w"], 0, 1)
 
 
+def half_precision_cache(model: onnx.ModelProto) -> int:
+    """Keep the decoder's self-attention cache in float16 (half the memory of the largest per-batch buffers):
+    every ``past_*``/``present_*`` becomes float16 and each GroupQueryAttention runs in float16 between two Casts.
+    Returns the number of attention nodes rewritten. Numerics change (keys/values rounded to 11 bits), so only
+    precision variants offer it; the fp32 export keeps transformers' float32 cache."""
+    graph = model.graph
+    nodes: list[onnx.NodeProto] = []
+    rewritten = 0
+    for node in graph.node:
+        if node.op_type != "GroupQueryAttention":
+            nodes.append(node)
+            continue
+        qkv, ctx = node.input[0], node.output[0]
+        nodes.append(helper.make_node("Cast", [qkv], [f"{qkv}.fp16"], name=f"{node.name}_in", to=TensorProto.FLOAT16))
+        node.input[0], node.output[0] = f"{qkv}.fp16", f"{ctx}.fp16"
+        nodes.append(node)
+        nodes.append(helper.make_node("Cast", [f"{ctx}.fp16"], [ctx], name=f"{node.name}_out", to=TensorProto.FLOAT))
+        rewritten += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+    for value in (*graph.input, *graph.output):
+        if value.name.startswith(("past_key_", "past_value_", "present_key_", "present_value_")):
+            value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    return rewritten
+
+
 def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head_name: str) -> onnx.ModelProto:
     g = GraphBuilder("enzh_decoder", store)
     d, heads = arch.d_model, arch.decoder_heads

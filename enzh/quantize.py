@@ -47,7 +47,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from enzh import __version__
-from enzh.graph import ALIGN, WEIGHTS_FILE, WeightStore, sinusoidal_positions
+from enzh.graph import ALIGN, WEIGHTS_FILE, WeightStore, half_precision_cache, sinusoidal_positions
 from enzh.manifest import Manifest, describe_files
 
 logger = logging.getLogger("enzh")
@@ -63,6 +63,7 @@ DEFAULT_ACCURACY_LEVEL = {"int8": 4, "int4": 4}
 DEFAULT_EMBEDDING = {"int8": "channels"}
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 SMALL_ALIGN = 64  # alignment of tensors smaller than a page in weights.bin
+CACHES = ("float32", "float16")  # element type of the decoder's self-attention cache
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
 EMBEDDINGS = ("quantized", "channels", "float")
 
@@ -84,6 +85,9 @@ class QuantizeSettings:
       ``channels`` (int8 only: one scale per token, stored ``[d, V]`` once for the lookup and a
       DynamicQuantizeMatMul output projection) or ``float`` (embedding and output projection kept fp32: larger,
       for comparison).
+    * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
+      without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
+      on such CPUs; measured in docs/precision.md).
     """
 
     precision: str
@@ -91,6 +95,7 @@ class QuantizeSettings:
     accuracy_level: int = 0
     linear_op: str = "dynamic"
     embedding: str = "quantized"
+    cache: str = "float32"
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS or self.precision == "fp32":
@@ -110,6 +115,8 @@ class QuantizeSettings:
             raise QuantizeError(f"linear_op must be one of {', '.join(LINEAR_OPS)}, got {self.linear_op!r}")
         if self.embedding not in EMBEDDINGS:
             raise QuantizeError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {self.embedding!r}")
+        if self.cache not in CACHES:
+            raise QuantizeError(f"cache must be one of {', '.join(CACHES)}, got {self.cache!r}")
         if self.embedding == "channels" and self.precision != "int8":
             raise QuantizeError(
                 "embedding='channels' is an int8 layout; use 'quantized' or 'float' for other precisions"
@@ -128,6 +135,7 @@ class QuantizeSettings:
         accuracy_level: int | None = None,
         linear_op: str | None = None,
         embedding: str | None = None,
+        cache: str | None = None,
     ) -> QuantizeSettings:
         """Fill the per-precision defaults for every argument left as ``None``."""
         if precision == "int4" and linear_op not in (None, "nbits"):
@@ -138,6 +146,7 @@ class QuantizeSettings:
             accuracy_level=accuracy_level if accuracy_level is not None else DEFAULT_ACCURACY_LEVEL.get(precision, 0),
             linear_op=linear_op or ("nbits" if precision == "int4" else "dynamic"),
             embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
+            cache=cache or "float32",
         )
 
 
@@ -695,17 +704,23 @@ def quantize(
     accuracy_level: int | None = None,
     linear_op: str | None = None,
     embedding: str | None = None,
+    cache: str | None = None,
     force: bool = False,
     check: bool = True,
 ) -> Manifest:
     """Derive the ``precision`` variant (int8, int4 or fp16) of the fp32 model directory ``src_dir``.
 
-    ``block_size`` / ``accuracy_level`` / ``linear_op`` / ``embedding``: see :class:`QuantizeSettings`
+    ``block_size`` / ``accuracy_level`` / ``linear_op`` / ``embedding`` / ``cache``: see :class:`QuantizeSettings`
     (``None`` = the measured default). With ``check`` the new directory is loaded with ONNX Runtime and one
     sentence is run through the encoder and a decoder step, so a variant the runtime cannot execute fails here.
     """
     settings = QuantizeSettings.make(
-        precision, block_size=block_size, accuracy_level=accuracy_level, linear_op=linear_op, embedding=embedding
+        precision,
+        block_size=block_size,
+        accuracy_level=accuracy_level,
+        linear_op=linear_op,
+        embedding=embedding,
+        cache=cache,
     )
     src = Path(src_dir)
     out = Path(out_dir)
@@ -729,6 +744,8 @@ def quantize(
         raise QuantizeError(f"{src} keeps its weights in {weights_file}; enzh writes {WEIGHTS_FILE}")
     store.write(out / WEIGHTS_FILE)
     built = {key: _assemble(model, rewritten, store) for key, (model, rewritten) in graphs.items()}
+    if settings.cache == "float16" and half_precision_cache(built["decoder"]) == 0:
+        raise QuantizeError(f"{src}'s decoder has no GroupQueryAttention cache to store in float16; re-export it")
     for key, model in built.items():
         onnx.save(model, str(out / manifest.graphs[key]))
 
@@ -748,7 +765,12 @@ def quantize(
             shutil.copyfile(path, out / path.name)
     record: dict[str, Any] = dataclasses.asdict(settings)
     if settings.precision == "fp16":
-        record = {"precision": "fp16", "weights": "float16, cast to float32 in the graph", "compute": "float32"}
+        record = {
+            "precision": "fp16",
+            "weights": "float16, cast to float32 in the graph",
+            "compute": "float32",
+            "cache": settings.cache,
+        }
     else:
         record["scheme"] = "weight-only, symmetric, activations quantized per call"
         if settings.precision == "int8" and settings.linear_op == "dynamic":
@@ -807,6 +829,11 @@ def export_variant(source: str, out_dir: str | os.PathLike[str], options: Any = 
     precision = settings.get("precision", "fp32")
     out = Path(out_dir)
     if precision == "fp32":
+        if settings.get("cache") not in (None, "float32"):
+            raise QuantizeError(
+                "the fp32 export keeps a float32 cache (its tokens equal transformers'); a float16 cache is for "
+                "variants: add --precision int8 (or int4, fp16)"
+            )
         return export(source, out, options)
     prepare_out_dir(out, options.force)  # refuse a non-empty OUT_DIR before the (long) export
     with tempfile.TemporaryDirectory(prefix=".enzh-fp32-", dir=out.parent) as tmp:

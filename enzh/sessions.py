@@ -90,8 +90,10 @@ class ModelSessions:
         self.heads = int(arch["decoder_heads"])
         self.head_dim = int(arch["d_model"]) // self.heads
         # The cache's head size, zero-padded for GroupQueryAttention when the model's is not a multiple of 8.
-        past = {i.name: i.shape for i in self.decoder.get_inputs()}["past_key_0"]
-        self.cache_head_dim = int(past[3])
+        past = next(i for i in self.decoder.get_inputs() if i.name == "past_key_0")
+        self.cache_head_dim = int(past.shape[3])
+        # float32, or float16 in variants quantized with cache="float16" (enzh.graph.half_precision_cache).
+        self.cache_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self._cross_names = [n for i in range(self.layers) for n in (f"cross_key_{i}", f"cross_value_{i}")]
         self.vocab = int(arch["target_vocab_size"])
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
@@ -142,7 +144,7 @@ class OrtDecoder:
     def _allocate(self, rows: int, capacity: int) -> None:
         shape = (rows, self.s.heads, capacity, self.s.cache_head_dim)
         # np.zeros maps fresh pages lazily: the unused tail of the capacity costs no memory.
-        cache = [np.zeros(shape, dtype=np.float32) for _ in range(2 * self.s.layers)]
+        cache = [np.zeros(shape, dtype=self.s.cache_dtype) for _ in range(2 * self.s.layers)]
         for new, old in zip(cache, self._cache, strict=False):
             new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
         self._cache, self.capacity = cache, capacity

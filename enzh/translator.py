@@ -205,7 +205,9 @@ class Translator:
             settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
             decoder = self.sessions.decoder_for(self.sessions.encode(ids, mask), capacity=settings.max_length)
-            for i, hyp in zip(batch, generate(decoder, len(batch), settings), strict=True):
+            hypotheses = generate(decoder, len(batch), settings)
+            del decoder  # its cache is freed before the next batch is encoded (lower peak memory)
+            for i, hyp in zip(batch, hypotheses, strict=True):
                 results[i] = hyp
         return [r for r in results if r is not None]
 

@@ -212,6 +212,39 @@ def test_fp16_on_cpu(variants):
     assert translator.sessions.decoder.get_providers() == ["CPUExecutionProvider"]
 
 
+def test_float16_cache(tiny_source, tiny_export, variants, tmp_path, capsys):
+    """--cache float16: the decoder's cache inputs/outputs are float16, the runtime allocates float16 buffers,
+    and only the keys/values are rounded: fp16 weights with either cache give the same scores."""
+    out = tmp_path / "fp16-half"
+    assert cli_main(["quantize", str(tiny_export("base")), str(out), "--precision", "fp16", "--cache", "float16"]) == 0
+    assert Manifest.load(out).quantization["cache"] == "float16"
+    assert Manifest.load(variants("base", "fp16")).quantization["cache"] == "float32"
+    decoder = onnx.load(str(out / "decoder.onnx"), load_external_data=False)
+    types = {v.name: v.type.tensor_type.elem_type for v in (*decoder.graph.input, *decoder.graph.output)}
+    caches = [name for name in types if name.startswith(("past_", "present_"))]
+    assert caches and all(types[name] == onnx.TensorProto.FLOAT16 for name in caches)
+    assert types["logits"] == types["cross_key_0"] == onnx.TensorProto.FLOAT
+    translator = Translator.load(out)
+    assert translator.sessions.cache_dtype == np.float16
+    source = np.array([[5, 6, 0]])
+    step_decoder = translator.sessions.decoder_for(translator.sessions.encode(source, np.ones_like(source)))
+    step_decoder.step(np.array([translator.manifest.special_ids["decoder_start"]]))
+    assert step_decoder.past[0].dtype == np.float16
+    same = compare_logits(variants("base", "fp16"), out, sequences=60, threads=1)
+    assert same.top1_agreement == 1.0 and same.mean_abs_diff < 0.01 and same.max_abs_diff < 0.2, same
+    assert translator.translate(TEXTS, max_new_tokens=8) == Translator.load(variants("base", "fp16")).translate(
+        TEXTS, max_new_tokens=8
+    )
+    # int8 with a float16 cache keeps int8's agreement with fp32.
+    quantize(tiny_export("base"), tmp_path / "int8-half", precision="int8", cache="float16")
+    int8 = compare_logits(tiny_export("base"), tmp_path / "int8-half", sequences=60, threads=1)
+    assert int8.top1_agreement >= 0.88, int8
+    with pytest.raises(QuantizeError, match="cache must be one of float32, float16"):
+        quantize(tiny_export("base"), tmp_path / "x", precision="int8", cache="bfloat16")
+    assert cli_main(["export", str(tiny_source("base")), str(tmp_path / "y"), "--cache", "float16"]) == 2
+    assert "the fp32 export keeps a float32 cache" in capsys.readouterr().err
+
+
 def test_quantize_refusals(tiny_export, variants, tmp_path):
     src = tiny_export("base")
     with pytest.raises(QuantizeError, match="derived from the fp32 export"):
