@@ -74,6 +74,9 @@ class RuntimeOptions:
 
     intra_op_threads: int = 0
     inter_op_threads: int = 1
+    # ONNX Runtime's worker threads busy-wait for the next operator by default. Off here: measured faster for
+    # batch-1 decoding on the 2-core benchmark machine, where the Python search runs between decoder steps.
+    spin_threads: bool = False
     providers: tuple[str, ...] = ("CPUExecutionProvider",)
     verify_hashes: bool = True
     max_batch_tokens: int = 4096

@@ -23,6 +23,7 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     so.inter_op_num_threads = options.inter_op_threads
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spin_threads else "0")
     so.log_severity_level = 3
     return so
 

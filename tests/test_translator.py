@@ -128,3 +128,14 @@ def test_split_sentences():
         "done",
     ]
     assert split_sentences("   ") == []
+
+
+def test_runtime_options_reach_onnxruntime():
+    from enzh.options import RuntimeOptions
+    from enzh.sessions import session_options
+
+    so = session_options(RuntimeOptions(intra_op_threads=1))
+    assert so.intra_op_num_threads == 1 and so.inter_op_num_threads == 1
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = session_options(RuntimeOptions(spin_threads=True))
+    assert spinning.get_session_config_entry("session.intra_op.allow_spinning") == "1"
