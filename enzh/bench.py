@@ -93,12 +93,15 @@ class Engine:
     label: str
     kind: str  # enzh | torch | ct2
     precision: str
+    shortlist: int = 0  # enzh: quantized with a target-vocabulary shortlist of this many tokens
 
 
+SHORTLIST = 8000
 ENGINES: tuple[Engine, ...] = (
     Engine("enzh-fp32", "enzh fp32", "enzh", "fp32"),
     Engine("enzh-int8", "enzh int8", "enzh", "int8"),
     Engine("enzh-int4", "enzh int4", "enzh", "int4"),
+    Engine("enzh-int8-shortlist", f"enzh int8, {SHORTLIST:,}-token shortlist", "enzh", "int8", SHORTLIST),
     Engine("torch-fp32", "transformers (PyTorch fp32)", "torch", "fp32"),
     Engine("ct2-float32", "CTranslate2 float32", "ct2", "float32"),
     Engine("ct2-int8", "CTranslate2 int8", "ct2", "int8"),
@@ -391,6 +394,30 @@ def build_shaped_model(directory: Path, *, seed: int = 0, config_dir: Path | Non
     return directory
 
 
+def _shortlist_settings(fp32: Path, engine: Engine) -> dict[str, Any]:
+    """quantize() keywords for an engine's shortlist: the most probable target.spm pieces; when the tokenizer
+    has fewer pieces than that (the random-weight shaped model's is tiny), seeded random token ids instead,
+    since for timing only the shortlist's size matters."""
+    if not engine.shortlist:
+        return {}
+    import numpy as np
+
+    from enzh.manifest import Manifest
+    from enzh.tokenizer import MarianTokenizer
+
+    manifest = Manifest.load(fp32)
+    tok = manifest.tokenizer
+    tokenizer = MarianTokenizer.from_dir(
+        fp32, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+    )
+    vocab = int(manifest.architecture["target_vocab_size"])
+    if len(tokenizer.frequent_target_ids(engine.shortlist)) >= engine.shortlist or vocab <= engine.shortlist + 2:
+        return {"shortlist": engine.shortlist}
+    candidates = np.setdiff1d(np.arange(vocab), [manifest.special_ids["pad"]])
+    ids = np.random.default_rng(0).choice(candidates, engine.shortlist, replace=False)
+    return {"shortlist_ids": sorted(int(i) for i in ids)}
+
+
 def _prepare_engines(
     hf_dir: Path, root: Path, engine_ids: Sequence[str], code_key: str
 ) -> tuple[dict[str, Path], dict[str, str]]:
@@ -428,12 +455,13 @@ def _prepare_engines(
                 unavailable[engine.id] = f"enzh.quantize is not available ({exc})"
                 continue
 
-            def do_quantize(tmp: Path, precision: str = engine.precision, source: Path = fp32) -> None:
-                _log(f"quantizing {hf_dir.name} -> {precision} ...")
-                quantize(source, tmp, precision=precision, force=True)
+            def do_quantize(tmp: Path, engine: Engine = engine, source: Path = fp32) -> None:
+                _log(f"quantizing {hf_dir.name} -> {engine.label} ...")
+                quantize(source, tmp, precision=engine.precision, force=True, **_shortlist_settings(source, engine))
 
+            name = engine.precision + (f"-shortlist{engine.shortlist}" if engine.shortlist else "")
             try:
-                dirs[engine.id] = _build_once(enzh_root / engine.precision, do_quantize)
+                dirs[engine.id] = _build_once(enzh_root / name, do_quantize)
             except Exception as exc:
                 unavailable[engine.id] = f"quantize failed: {type(exc).__name__}: {exc}"
         elif engine.kind == "torch":

@@ -39,6 +39,13 @@ def _precision_flags(p: argparse.ArgumentParser, default: str | None) -> None:
         help="decoder self-attention cache of a variant: float32 (default, fastest on CPU) or float16 (half the "
         "memory of the largest beam-search buffers)",
     )
+    p.add_argument(
+        "--shortlist",
+        type=positive_int,
+        metavar="N",
+        help="int8/int4 only: score only the N most probable target pieces (plus eos and unk) in every decoder "
+        "step; faster, changes translations (default: the whole vocabulary)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,6 +119,7 @@ def _quantize_settings(args: argparse.Namespace) -> dict[str, Any]:
         "block_size": args.block_size,
         "accuracy_level": args.accuracy_level,
         "cache": args.cache,
+        "shortlist": args.shortlist,
     }
 
 

@@ -88,6 +88,10 @@ class QuantizeSettings:
     * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
       without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
       on such CPUs; measured in docs/precision.md).
+    * ``shortlist``: 0 (default) scores the whole target vocabulary; N > 0 makes the output projection score
+      only the N most probable target pieces (by target.spm's piece scores) plus eos and unk: a smaller matrix
+      in every decoder step, and translations restricted to those tokens (lossy; opt-in).
+      ``shortlist_ids``: the same with the token ids given (e.g. counted on a corpus); eos and unk are added.
     """
 
     precision: str
@@ -96,6 +100,8 @@ class QuantizeSettings:
     linear_op: str = "dynamic"
     embedding: str = "quantized"
     cache: str = "float32"
+    shortlist: int = 0
+    shortlist_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS or self.precision == "fp32":
@@ -115,6 +121,13 @@ class QuantizeSettings:
             raise QuantizeError(f"linear_op must be one of {', '.join(LINEAR_OPS)}, got {self.linear_op!r}")
         if self.embedding not in EMBEDDINGS:
             raise QuantizeError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {self.embedding!r}")
+        if self.shortlist < 0:
+            raise QuantizeError(f"shortlist must be >= 0 (0 = the whole vocabulary), got {self.shortlist}")
+        object.__setattr__(self, "shortlist_ids", tuple(sorted({int(i) for i in self.shortlist_ids})))
+        if self.shortlist and self.shortlist_ids:
+            raise QuantizeError("give either shortlist (a size) or shortlist_ids (the tokens), not both")
+        if self.shortlist_ids and self.shortlist_ids[0] < 0:
+            raise QuantizeError(f"shortlist_ids must be token ids >= 0, got {self.shortlist_ids[0]}")
         if self.cache not in CACHES:
             raise QuantizeError(f"cache must be one of {', '.join(CACHES)}, got {self.cache!r}")
         if self.embedding == "channels" and self.precision != "int8":
@@ -136,6 +149,8 @@ class QuantizeSettings:
         linear_op: str | None = None,
         embedding: str | None = None,
         cache: str | None = None,
+        shortlist: int | None = None,
+        shortlist_ids: Sequence[int] = (),
     ) -> QuantizeSettings:
         """Fill the per-precision defaults for every argument left as ``None``."""
         if precision == "int4" and linear_op not in (None, "nbits"):
@@ -147,6 +162,8 @@ class QuantizeSettings:
             linear_op=linear_op or ("nbits" if precision == "int4" else "dynamic"),
             embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
             cache=cache or "float32",
+            shortlist=shortlist or 0,
+            shortlist_ids=tuple(shortlist_ids),
         )
 
 
@@ -651,6 +668,76 @@ def _sinusoids(ids: str, out: str, dim: int, prefix: str, constants: list[Tensor
     ]
 
 
+def _shortlist_ids(src: Path, manifest: Manifest, settings: QuantizeSettings) -> list[int]:
+    """The token ids a shortlisted decoder scores (sorted; eos and unk always, pad never)."""
+    special = manifest.special_ids
+    vocab = int(manifest.architecture["target_vocab_size"])
+    if settings.shortlist:
+        from enzh.tokenizer import MarianTokenizer
+
+        tok = manifest.tokenizer
+        tokenizer = MarianTokenizer.from_dir(
+            src, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+        )
+        ids = tokenizer.frequent_target_ids(settings.shortlist)
+    else:
+        bad = [i for i in settings.shortlist_ids if i >= vocab or i == special["pad"]]
+        if bad:
+            raise QuantizeError(
+                f"shortlist_ids {bad[:5]} are not tokens the model may generate (vocabulary 0..{vocab - 1}, "
+                f"pad {special['pad']} excluded)"
+            )
+        ids = sorted({*settings.shortlist_ids, special["eos"], special["unk"]})
+    if len(ids) >= vocab - 1:
+        raise QuantizeError(
+            f"the shortlist ({len(ids)} tokens) covers the whole {vocab}-token vocabulary; choose fewer tokens"
+        )
+    return ids
+
+
+def _apply_shortlist(decoder: _Rewritten, store: AliasingWeightStore, ids: list[int]) -> None:
+    """Make the decoder's output projection score only the tokens ``ids``: its weight columns (or rows), scales
+    and bias are sliced into new tensors, ``logits``/``log_probs`` become ``[rows, len(ids)]`` and ``top_ids``
+    are mapped back to vocabulary ids in the graph (the runtime spreads the scores over the whole vocabulary)."""
+    index = np.asarray(ids, dtype=np.int64)
+    projection = next((n for n in decoder.nodes if "logits" in n.output), None)
+    if projection is None or projection.op_type not in ("DynamicQuantizeMatMul", "MatMulNBits"):
+        raise QuantizeError(
+            "shortlist needs a quantized output projection: int8 or int4 (not fp16, not embedding='float')"
+        )
+
+    def sliced(position: int, axis: int) -> None:
+        name = projection.input[position]
+        if not name:
+            return
+        new = f"shortlist.{name}"
+        store.add(new, np.ascontiguousarray(np.take(store.arrays[name], index, axis=axis)))
+        decoder.weights.append(new)
+        projection.input[position] = new
+
+    if projection.op_type == "DynamicQuantizeMatMul":  # B [d, V], one scale per column, bias [V]
+        for position, axis in ((1, 1), (2, 0), (4, 0)):
+            if position < len(projection.input):
+                sliced(position, axis)
+    else:  # MatMulNBits: B [V, blocks, bytes], scales [V, blocks], bias [V]
+        for position in (1, 2, 5):
+            if position < len(projection.input):
+                sliced(position, 0)
+        for attribute in projection.attribute:
+            if attribute.name == "N":
+                attribute.i = len(ids)
+    used = {name for node in decoder.nodes for name in node.input}
+    decoder.weights[:] = [name for name in decoder.weights if name in used]
+    top_k = next(n for n in decoder.nodes if n.op_type == "TopK")
+    top_k.output[1] = "top_ids.shortlist"
+    decoder.constants.append(numpy_helper.from_array(index, "shortlist.ids"))
+    gather = helper.make_node("Gather", ["shortlist.ids", "top_ids.shortlist"], ["top_ids"], name="shortlist_ids")
+    decoder.nodes.insert(decoder.nodes.index(top_k) + 1, gather)
+    for output in decoder.graph.output:
+        if output.name in ("logits", "log_probs"):
+            output.type.tensor_type.shape.dim[1].dim_value = len(ids)
+
+
 def _assemble(model: onnx.ModelProto, rewritten: _Rewritten, store: WeightStore) -> onnx.ModelProto:
     graph = rewritten.graph
     initializers = [store.tensor_proto(name) for name in rewritten.weights] + list(rewritten.constants)
@@ -705,13 +792,15 @@ def quantize(
     linear_op: str | None = None,
     embedding: str | None = None,
     cache: str | None = None,
+    shortlist: int | None = None,
+    shortlist_ids: Sequence[int] = (),
     force: bool = False,
     check: bool = True,
 ) -> Manifest:
     """Derive the ``precision`` variant (int8, int4 or fp16) of the fp32 model directory ``src_dir``.
 
-    ``block_size`` / ``accuracy_level`` / ``linear_op`` / ``embedding`` / ``cache``: see :class:`QuantizeSettings`
-    (``None`` = the measured default). With ``check`` the new directory is loaded with ONNX Runtime and one
+    The settings (``block_size`` ... ``shortlist_ids``): see :class:`QuantizeSettings` (``None`` = the measured
+    default). With ``check`` the new directory is loaded with ONNX Runtime and one
     sentence is run through the encoder and a decoder step, so a variant the runtime cannot execute fails here.
     """
     settings = QuantizeSettings.make(
@@ -721,6 +810,8 @@ def quantize(
         linear_op=linear_op,
         embedding=embedding,
         cache=cache,
+        shortlist=shortlist,
+        shortlist_ids=shortlist_ids,
     )
     src = Path(src_dir)
     out = Path(out_dir)
@@ -739,6 +830,10 @@ def quantize(
     for key in ("encoder", "decoder"):
         model = onnx.load(str(src / manifest.graphs[key]), load_external_data=False)
         graphs[key] = (model, rewriter.rewrite(model))
+    scored: list[int] = []  # the tokens a shortlisted decoder scores (empty: every token)
+    if settings.shortlist or settings.shortlist_ids:
+        scored = _shortlist_ids(src, manifest, settings)
+        _apply_shortlist(graphs["decoder"][1], store, scored)
     weights_file = manifest.graphs.get("weights", WEIGHTS_FILE)
     if weights_file != WEIGHTS_FILE:
         raise QuantizeError(f"{src} keeps its weights in {weights_file}; enzh writes {WEIGHTS_FILE}")
@@ -790,6 +885,17 @@ def quantize(
             )
         else:
             record["embedding_table"] = "float32 (not quantized)"
+    record.pop("shortlist", None), record.pop("shortlist_ids", None)  # recorded below as the ids scored
+    if scored:
+        record["shortlist"] = {
+            "size": len(scored),
+            "chosen_by": (
+                f"the {settings.shortlist} most probable target.spm pieces (piece scores), plus eos and unk"
+                if settings.shortlist
+                else "given token ids, plus eos and unk"
+            ),
+            "ids": scored,
+        }
     record["rewritten"] = dict(sorted(rewriter.counts.items()))
     record["float_matrices_kept"] = sorted(rewriter.float_kept)
     record["dropped_zero_biases"] = sorted(set(rewriter.dropped))
@@ -817,6 +923,8 @@ def _check_loads(directory: Path, manifest: Manifest) -> None:
     src = np.array([[min(5, ids["pad"] - 1), ids["eos"]]], dtype=np.int64)
     decoder = sessions.decoder_for(sessions.encode(src, np.ones_like(src)))
     logits = decoder.step(np.array([ids["decoder_start"]], dtype=np.int64)).log_probs
+    if sessions.shortlist is not None:
+        logits = logits[:, sessions.shortlist]
     if not np.all(np.isfinite(logits)):
         raise QuantizeError(f"the {manifest.precision} variant in {directory} produces non-finite logits")
 
@@ -834,6 +942,8 @@ def export_variant(source: str, out_dir: str | os.PathLike[str], options: Any = 
                 "the fp32 export keeps a float32 cache (its tokens equal transformers'); a float16 cache is for "
                 "variants: add --precision int8 (or int4, fp16)"
             )
+        if settings.get("shortlist"):
+            raise QuantizeError("a shortlist is for int8/int4 variants: add --precision int8 (or int4)")
         return export(source, out, options)
     prepare_out_dir(out, options.force)  # refuse a non-empty OUT_DIR before the (long) export
     with tempfile.TemporaryDirectory(prefix=".enzh-fp32-", dir=out.parent) as tmp:
@@ -867,7 +977,8 @@ def compare_logits(
     threads: int = 0,
 ) -> LogitComparison:
     """Random source/target id sequences, teacher-forced through both models; top-1 agreement and logit
-    differences over every (sequence, target position). Random ids are harder than text: a pessimistic bound."""
+    differences over every (sequence, target position), the latter over the scored tokens for a shortlisted
+    variant. Random ids are harder than text: a pessimistic bound."""
     from enzh.options import RuntimeOptions
     from enzh.sessions import ModelSessions
 
@@ -900,6 +1011,9 @@ def compare_logits(
             ref, var = (np.asarray(d.step(steps[:, t]).logits) for d in decoders)
             agree += int((ref.argmax(-1) == var.argmax(-1)).sum())
             total += rows
+            scored = models[1].shortlist  # a shortlisted variant: differences over the tokens it scores
+            if scored is not None:
+                ref, var = ref[:, scored], var[:, scored]
             diff = np.abs(ref.astype(np.float64) - var)
             max_diff = max(max_diff, float(diff.max()))
             sum_diff += float(diff.mean()) * rows

@@ -97,6 +97,11 @@ class ModelSessions:
         self.cache_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self._cross_names = [n for i in range(self.layers) for n in (f"cross_key_{i}", f"cross_value_{i}")]
         self.vocab = int(arch["target_vocab_size"])
+        # A variant quantized with a shortlist scores only these token ids (enzh.quantize.QuantizeSettings);
+        # its scores are spread over the whole vocabulary (-inf elsewhere) before the search sees them.
+        ids = (manifest.quantization.get("shortlist") or {}).get("ids")
+        self.shortlist = np.asarray(ids, dtype=np.int64) if ids else None
+        self.scored = self.vocab if self.shortlist is None else len(self.shortlist)
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
         self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
 
@@ -128,7 +133,8 @@ class OrtDecoder:
         self.position = 0
         self.capacity = max(1, capacity)
         self._cache: list[np.ndarray] = []  # allocated on the first step (a beam search first widens the batch)
-        self._scores = np.empty((0, sessions.vocab), dtype=np.float32)
+        self._scores = np.empty((2, 0, sessions.scored), dtype=np.float32)
+        self._spread: list[np.ndarray | None] = [None, None]  # shortlist only: [rows, vocab] logits, log-probs
         self._io = sessions.decoder.io_binding()
         self._cross_bound = False
         self._bound: tuple[int, int, bool] | None = None  # (rows, buffer generation, logits) of the binding
@@ -149,7 +155,8 @@ class OrtDecoder:
         for new, old in zip(cache, self._cache, strict=False):
             new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
         self._cache, self.capacity = cache, capacity
-        self._scores = np.empty((2, rows, self.s.vocab), dtype=np.float32)
+        self._scores = np.empty((2, rows, self.s.scored), dtype=np.float32)
+        self._spread = [None, None]
         self._ids = np.zeros((rows, 1), dtype=np.int64)
         self._generation += 1
 
@@ -195,11 +202,23 @@ class OrtDecoder:
         outputs = io.get_outputs()
         self.position += 1
         return Step(
-            logits=self._scores[0, :rows] if logits else None,
-            log_probs=self._scores[1, :rows],
+            logits=self._scores_of(0, rows) if logits else None,
+            log_probs=self._scores_of(1, rows),
             top_log_probs=outputs[-2].numpy(),
             top_ids=outputs[-1].numpy(),
         )
+
+    def _scores_of(self, kind: int, rows: int) -> np.ndarray:
+        """This step's logits (0) or log-probabilities (1), ``[rows, vocab]``; with a shortlist the scored
+        tokens' values are written into a -inf array of the whole vocabulary."""
+        scores = self._scores[kind, :rows]
+        if self.s.shortlist is None:
+            return scores
+        spread = self._spread[kind]
+        if spread is None:
+            spread = self._spread[kind] = np.full((len(self._scores[kind]), self.s.vocab), -np.inf, np.float32)
+        spread[:rows, self.s.shortlist] = scores
+        return spread[:rows]
 
     def reorder(self, rows: np.ndarray) -> None:
         """New row i = old row rows[i]: copies the cache rows that change; cross entries follow sentences."""

@@ -170,6 +170,24 @@ class MarianTokenizer:
 
     # ------------------------------------------------------------------ lookups
 
+    def frequent_target_ids(self, count: int) -> list[int]:
+        """Vocabulary ids of the ``count`` most probable target pieces, by the target SentencePiece model's piece
+        scores (a unigram model's log-probabilities), plus eos and unk; sorted. Pieces missing from the
+        vocabulary and control pieces are skipped; pad is never included (it must never be generated)."""
+        if count < 1:
+            raise ValueError(f"count must be >= 1, got {count}")
+        sp = self._sp_target
+        pieces = [i for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+        pieces.sort(key=lambda i: (-sp.get_score(i), i))
+        chosen = {self.eos_id, self.unk_id}
+        for i in pieces:
+            if len(chosen) >= count + 2:
+                break
+            token = self._encoder.get(sp.id_to_piece(i))
+            if token is not None and token != self.pad_id:
+                chosen.add(token)
+        return sorted(chosen)
+
     def token_to_id(self, token: str) -> int | None:
         """Id of ``token`` in vocab.json, or None when it is not there."""
         return self._encoder.get(token)

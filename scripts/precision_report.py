@@ -63,6 +63,8 @@ DEMO_VARIANTS: list[tuple[str, str, dict[str, Any]]] = [
     ("int8, table in 8-bit blocks of 128", "int8", {"embedding": "quantized"}),
     ("int8, embedding kept fp32", "int8", {"embedding": "float"}),
     ("int8, float16 cache", "int8", {"cache": "float16"}),
+    ("int8, shortlist of 500 target pieces", "int8", {"shortlist": 500}),
+    ("int8, shortlist of 250 target pieces", "int8", {"shortlist": 250}),
     ("int4 (block 64)", "int4", {}),
     ("int4, block 32", "int4", {"block_size": 32}),
 ]
@@ -377,6 +379,7 @@ def notes(results: dict[str, Any]) -> list[str]:
     i8, i8b = "int8", "int8, table in 8-bit blocks of 128"
     i8f, i8n = "int8, embedding kept fp32", "int8, linears as 8-bit MatMulNBits"
     i8h = "int8, float16 cache"
+    sl500, sl250 = "int8, shortlist of 500 target pieces", "int8, shortlist of 250 target pieces"
     i4, i4s, i4l = "int4 (block 64)", "int4, block 32", "int4, block 128"
     mb = {k: get(rows, k, "bytes", ".0f") for k in rows}
     size = {k: f"{int(v) / 1e6:.1f} MB" if v != "?" else "?" for k, v in mb.items()}
@@ -431,6 +434,15 @@ def notes(results: dict[str, Any]) -> list[str]:
         f" {get(demo, i8, 'chrf', '.2f')}, but a 64-row decoder step takes {get(rows, i8h, 'step64_ms', '.1f')} vs"
         f" {get(rows, i8, 'step64_ms', '.1f')} ms on this CPU (no float16 arithmetic: ONNX Runtime converts the"
         " keys/values it reads), so float32 stays the default and float16 is the option for memory-bound hosts.",
+        f"* **`--shortlist N`** (opt-in, changes translations): the output projection scores only the N most"
+        " probable target pieces (target.spm's piece scores) plus eos and unk, from a sliced copy of its weights"
+        " (N x d more bytes; the lookup keeps the whole table). It is the largest matrix of every decoder step, so"
+        " this is the biggest speed lever left (docs/benchmarks.md times an 8,000-token shortlist on the"
+        " opus-mt-en-zh shape). Its cost on the demo model, whose target.spm has 1,000 pieces: exact match"
+        f" {get(demo, sl500, 'exact', '.1f')} / {get(demo, sl250, 'exact', '.1f')} % and chrF"
+        f" {get(demo, sl500, 'chrf', '.2f')} / {get(demo, sl250, 'chrf', '.2f')} with 500 / 250 pieces, against"
+        f" {get(demo, i8, 'exact', '.1f')} % and {get(demo, i8, 'chrf', '.2f')} for int8 without one. A real"
+        " model's cost depends on the shortlist size and is best measured on its own test set (`enzh eval`).",
     ]
     return out
 

@@ -245,6 +245,65 @@ def test_float16_cache(tiny_source, tiny_export, variants, tmp_path, capsys):
     assert "the fp32 export keeps a float32 cache" in capsys.readouterr().err
 
 
+def test_shortlist(tiny_source, tiny_export, variants, tmp_path, capsys):
+    """--shortlist N: the projection scores the N most probable target pieces (+ eos, unk) with exactly the
+    full variant's logits, every other token gets -inf, and greedy search picks what the full variant picks
+    when every other token is banned."""
+    from enzh.tokenizer import MarianTokenizer
+
+    src, full = tiny_export("base"), variants("base", "int8")
+    out = tmp_path / "int8-shortlist"
+    assert cli_main(["quantize", str(src), str(out), "--precision", "int8", "--shortlist", "20"]) == 0
+    expected = MarianTokenizer.from_dir(src, vocab="vocab.json.gz").frequent_target_ids(20)
+    info = Manifest.load(out).quantization["shortlist"]
+    assert info["ids"] == expected and info["size"] == len(expected) == 22 and expected[:2] == [0, 1]
+    decoder = onnx.load(str(out / "decoder.onnx"), load_external_data=False)
+    dims = {o.name: [d.dim_value or d.dim_param for d in o.type.tensor_type.shape.dim] for o in decoder.graph.output}
+    assert dims["logits"] == dims["log_probs"] == ["rows", 22]
+
+    shortlisted = ModelSessions(out, Manifest.load(out), RuntimeOptions(verify_hashes=False))
+    whole = ModelSessions(full, Manifest.load(full), RuntimeOptions(verify_hashes=False))
+    ids = np.array(expected)
+    others = np.setdiff1d(np.arange(whole.vocab), ids)
+    source = np.array([[5, 6, 7, 0], [9, 10, 0, 58]])
+    mask = np.array([[1, 1, 1, 1], [1, 1, 1, 0]])
+    decoders = [s.decoder_for(s.encode(source, mask)) for s in (shortlisted, whole)]
+    tokens = np.array([whole.manifest.special_ids["decoder_start"]] * 2)
+    for _ in range(4):
+        a, b = (d.step(tokens, top_k=3, logits=True) for d in decoders)
+        assert a.logits is not None and b.logits is not None
+        np.testing.assert_allclose(a.logits[:, ids], b.logits[:, ids], atol=1e-5)
+        assert np.all(a.logits[:, others] == -np.inf) and np.all(a.log_probs[:, others] == -np.inf)
+        assert np.isin(a.top_ids, ids).all()
+        tokens = a.top_ids[:, 0]
+
+    texts = [[5, 6, 7, 0], [9, 10, 0], [12, 0]]
+    banned = [(int(t),) for t in others]
+    picked = Translator.load(out).generate_ids(texts, beam_size=1, max_new_tokens=8)
+    reference = Translator.load(full).generate_ids(texts, beam_size=1, max_new_tokens=8, bad_words_ids=banned)
+    assert [h.token_ids for h in picked] == [h.token_ids for h in reference]
+    beams = Translator.load(out).generate_ids(texts, beam_size=4, max_new_tokens=8)
+    assert all(set(h.token_ids) <= set(expected) for h in beams)
+
+    given = quantize(src, tmp_path / "given", precision="int4", shortlist_ids=[7, 30, 31])
+    assert given.quantization["shortlist"]["ids"] == [0, 1, 7, 30, 31]
+    int4 = [tmp_path / "given", variants("base", "int4")]
+    steps = []
+    for directory in int4:
+        sessions = ModelSessions(directory, Manifest.load(directory), RuntimeOptions(verify_hashes=False))
+        steps.append(sessions.decoder_for(sessions.encode(source, mask)).step(tokens, logits=True).logits)
+    np.testing.assert_allclose(steps[0][:, [0, 1, 7, 30, 31]], steps[1][:, [0, 1, 7, 30, 31]], atol=1e-5)
+    with pytest.raises(QuantizeError, match="shortlist needs a quantized output projection"):
+        quantize(src, tmp_path / "fp16", precision="fp16", shortlist=20)
+    pad = Manifest.load(src).special_ids["pad"]
+    with pytest.raises(QuantizeError, match=f"pad {pad} excluded"):
+        quantize(src, tmp_path / "pad", precision="int8", shortlist_ids=[5, pad])
+    with pytest.raises(QuantizeError, match="not both"):
+        quantize(src, tmp_path / "both", precision="int8", shortlist=5, shortlist_ids=[5])
+    assert cli_main(["export", str(tiny_source("base")), str(tmp_path / "y"), "--shortlist", "20"]) == 2
+    assert "a shortlist is for int8/int4 variants" in capsys.readouterr().err
+
+
 def test_quantize_refusals(tiny_export, variants, tmp_path):
     src = tiny_export("base")
     with pytest.raises(QuantizeError, match="derived from the fp32 export"):

@@ -12,7 +12,8 @@ from test_server_harness import ProcessServer
 
 def test_sigterm_drains_in_flight_work_then_exits(demo_export):
     server = ProcessServer(demo_export, "--max-batch-tokens", "256", "--drain-timeout-s", "60").wait_ready()
-    text = " ".join(["I would like a cup of coffee. The weather is nice today. Where is the train station?"] * 8)
+    # Enough work that the six requests are still running when SIGTERM arrives (~100 sentences each, beam 4).
+    text = " ".join(["I would like a cup of coffee. The weather is nice today. Where is the train station?"] * 32)
     try:
         expected = httpx.post(f"{server.url}/v1/translate", json={"text": text, "beam_size": 4}, timeout=60).json()
 
@@ -24,7 +25,7 @@ def test_sigterm_drains_in_flight_work_then_exits(demo_export):
                 ]
                 await asyncio.sleep(0.3)  # all six are queued or running
                 server.proc.send_signal(signal.SIGTERM)
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.1)
                 async with httpx.AsyncClient(base_url=server.url, timeout=30) as fresh:
                     ready = await fresh.get("/readyz")
                     refused = await fresh.post("/v1/translate", json={"text": "Hello."})
