@@ -395,24 +395,21 @@ def build_shaped_model(directory: Path, *, seed: int = 0, config_dir: Path | Non
 
 
 def _shortlist_settings(fp32: Path, engine: Engine) -> dict[str, Any]:
-    """quantize() keywords for an engine's shortlist: the most probable target.spm pieces; when the tokenizer
-    has fewer pieces than that (the random-weight shaped model's is tiny), seeded random token ids instead,
-    since for timing only the shortlist's size matters."""
+    """quantize() keywords for an engine's shortlist: seeded random token ids. The benchmark times it on the
+    random-weight shaped model, where only the shortlist's size matters (its quality cost on a trained model:
+    docs/precision.md)."""
     if not engine.shortlist:
         return {}
     import numpy as np
 
     from enzh.manifest import Manifest
-    from enzh.tokenizer import MarianTokenizer
 
     manifest = Manifest.load(fp32)
-    tok = manifest.tokenizer
-    tokenizer = MarianTokenizer.from_dir(
-        fp32, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
-    )
     vocab = int(manifest.architecture["target_vocab_size"])
-    if len(tokenizer.frequent_target_ids(engine.shortlist)) >= engine.shortlist or vocab <= engine.shortlist + 2:
-        return {"shortlist": engine.shortlist}
+    if vocab <= 2 * engine.shortlist:
+        raise BenchError(
+            f"the model's {vocab:,}-token vocabulary is too small for a {engine.shortlist:,}-token shortlist"
+        )
     candidates = np.setdiff1d(np.arange(vocab), [manifest.special_ids["pad"]])
     ids = np.random.default_rng(0).choice(candidates, engine.shortlist, replace=False)
     return {"shortlist_ids": sorted(int(i) for i in ids)}
@@ -455,9 +452,15 @@ def _prepare_engines(
                 unavailable[engine.id] = f"enzh.quantize is not available ({exc})"
                 continue
 
-            def do_quantize(tmp: Path, engine: Engine = engine, source: Path = fp32) -> None:
+            try:
+                extra = _shortlist_settings(fp32, engine)
+            except BenchError as exc:
+                unavailable[engine.id] = str(exc)
+                continue
+
+            def do_quantize(tmp: Path, engine: Engine = engine, source: Path = fp32, extra: dict = extra) -> None:
                 _log(f"quantizing {hf_dir.name} -> {engine.label} ...")
-                quantize(source, tmp, precision=engine.precision, force=True, **_shortlist_settings(source, engine))
+                quantize(source, tmp, precision=engine.precision, force=True, **extra)
 
             name = engine.precision + (f"-shortlist{engine.shortlist}" if engine.shortlist else "")
             try:

@@ -39,13 +39,6 @@ def _precision_flags(p: argparse.ArgumentParser, default: str | None) -> None:
         help="decoder self-attention cache of a variant: float32 (default, fastest on CPU) or float16 (half the "
         "memory of the largest beam-search buffers)",
     )
-    p.add_argument(
-        "--shortlist",
-        type=positive_int,
-        metavar="N",
-        help="int8/int4 only: score only the N most probable target pieces (plus eos and unk) in every decoder "
-        "step; faster, changes translations (default: the whole vocabulary)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +65,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out_dir", metavar="OUT_DIR", help="directory to write (must be empty unless --force)")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty OUT_DIR")
     _precision_flags(p, default=None)
+    p.add_argument(
+        "--shortlist",
+        type=positive_int,
+        metavar="N",
+        help="int8/int4 only: every decoder step scores only the N target pieces most frequent in "
+        "--shortlist-corpus (plus eos and unk); faster, changes translations (default: the whole vocabulary)",
+    )
+    p.add_argument(
+        "--shortlist-corpus",
+        metavar="FILE",
+        help="target-language text for --shortlist, one sentence per line (of a TAB-separated line, the last field)",
+    )
 
     p = sub.add_parser("translate", help="translate TEXT arguments, or stdin one sentence per line")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="English text; none: read lines from stdin")
@@ -119,7 +124,6 @@ def _quantize_settings(args: argparse.Namespace) -> dict[str, Any]:
         "block_size": args.block_size,
         "accuracy_level": args.accuracy_level,
         "cache": args.cache,
-        "shortlist": args.shortlist,
     }
 
 
@@ -147,7 +151,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_quantize(args: argparse.Namespace) -> int:
     from enzh.quantize import quantize
 
-    manifest = quantize(args.model_dir, args.out_dir, force=args.force, **_quantize_settings(args))
+    settings = _quantize_settings(args)
+    if (args.shortlist is None) != (args.shortlist_corpus is None):
+        raise ValueError("--shortlist N and --shortlist-corpus FILE go together: the shortlist is counted on FILE")
+    if args.shortlist:
+        from enzh.quantize import corpus_shortlist
+
+        with open(args.shortlist_corpus, encoding="utf-8") as corpus:
+            lines = [line.rstrip("\n").split("\t")[-1] for line in corpus]
+        settings["shortlist_ids"] = corpus_shortlist(args.model_dir, lines, args.shortlist)
+    manifest = quantize(args.model_dir, args.out_dir, force=args.force, **settings)
     total = sum(f["size"] for f in manifest.files.values())
     print(f"quantized {args.model_dir} -> {args.out_dir} ({total / 1e6:.1f} MB, {manifest.precision})")
     return 0

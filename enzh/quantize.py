@@ -37,7 +37,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,10 +88,10 @@ class QuantizeSettings:
     * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
       without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
       on such CPUs; measured in docs/precision.md).
-    * ``shortlist``: 0 (default) scores the whole target vocabulary; N > 0 makes the output projection score
-      only the N most probable target pieces (by target.spm's piece scores) plus eos and unk: a smaller matrix
-      in every decoder step, and translations restricted to those tokens (lossy; opt-in).
-      ``shortlist_ids``: the same with the token ids given (e.g. counted on a corpus); eos and unk are added.
+    * ``shortlist_ids``: empty (default) scores the whole target vocabulary; token ids make the output
+      projection score only those (plus eos and unk): a smaller matrix in every decoder step, translations
+      restricted to those tokens (lossy, opt-in; :func:`corpus_shortlist` picks the most frequent pieces of a
+      target-language corpus).
     """
 
     precision: str
@@ -100,7 +100,6 @@ class QuantizeSettings:
     linear_op: str = "dynamic"
     embedding: str = "quantized"
     cache: str = "float32"
-    shortlist: int = 0
     shortlist_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -121,11 +120,7 @@ class QuantizeSettings:
             raise QuantizeError(f"linear_op must be one of {', '.join(LINEAR_OPS)}, got {self.linear_op!r}")
         if self.embedding not in EMBEDDINGS:
             raise QuantizeError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {self.embedding!r}")
-        if self.shortlist < 0:
-            raise QuantizeError(f"shortlist must be >= 0 (0 = the whole vocabulary), got {self.shortlist}")
         object.__setattr__(self, "shortlist_ids", tuple(sorted({int(i) for i in self.shortlist_ids})))
-        if self.shortlist and self.shortlist_ids:
-            raise QuantizeError("give either shortlist (a size) or shortlist_ids (the tokens), not both")
         if self.shortlist_ids and self.shortlist_ids[0] < 0:
             raise QuantizeError(f"shortlist_ids must be token ids >= 0, got {self.shortlist_ids[0]}")
         if self.cache not in CACHES:
@@ -149,7 +144,6 @@ class QuantizeSettings:
         linear_op: str | None = None,
         embedding: str | None = None,
         cache: str | None = None,
-        shortlist: int | None = None,
         shortlist_ids: Sequence[int] = (),
     ) -> QuantizeSettings:
         """Fill the per-precision defaults for every argument left as ``None``."""
@@ -162,7 +156,6 @@ class QuantizeSettings:
             linear_op=linear_op or ("nbits" if precision == "int4" else "dynamic"),
             embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
             cache=cache or "float32",
-            shortlist=shortlist or 0,
             shortlist_ids=tuple(shortlist_ids),
         )
 
@@ -668,26 +661,33 @@ def _sinusoids(ids: str, out: str, dim: int, prefix: str, constants: list[Tensor
     ]
 
 
-def _shortlist_ids(src: Path, manifest: Manifest, settings: QuantizeSettings) -> list[int]:
-    """The token ids a shortlisted decoder scores (sorted; eos and unk always, pad never)."""
+def corpus_shortlist(model_dir: str | os.PathLike[str], texts: Iterable[str], size: int) -> list[int]:
+    """Token ids of the ``size`` target pieces most frequent in ``texts`` (target-language sentences, split by
+    the model directory's target.spm), plus eos and unk: the ``shortlist_ids`` of :func:`quantize`."""
+    from enzh.tokenizer import MarianTokenizer
+
+    directory = Path(model_dir)
+    tok = Manifest.load(directory).tokenizer
+    tokenizer = MarianTokenizer.from_dir(
+        directory, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+    )
+    ids = tokenizer.frequent_target_ids(texts, size)
+    if len(ids) < size + 2:
+        logger.warning("the corpus holds only %d distinct target pieces; the shortlist keeps all of them", len(ids) - 2)
+    return ids
+
+
+def _shortlist_ids(manifest: Manifest, given: Sequence[int]) -> list[int]:
+    """The token ids a shortlisted decoder scores: ``given`` plus eos and unk, sorted; never pad."""
     special = manifest.special_ids
     vocab = int(manifest.architecture["target_vocab_size"])
-    if settings.shortlist:
-        from enzh.tokenizer import MarianTokenizer
-
-        tok = manifest.tokenizer
-        tokenizer = MarianTokenizer.from_dir(
-            src, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+    bad = [i for i in given if i >= vocab or i == special["pad"]]
+    if bad:
+        raise QuantizeError(
+            f"shortlist_ids {bad[:5]} are not tokens the model may generate (vocabulary 0..{vocab - 1}, "
+            f"pad {special['pad']} excluded)"
         )
-        ids = tokenizer.frequent_target_ids(settings.shortlist)
-    else:
-        bad = [i for i in settings.shortlist_ids if i >= vocab or i == special["pad"]]
-        if bad:
-            raise QuantizeError(
-                f"shortlist_ids {bad[:5]} are not tokens the model may generate (vocabulary 0..{vocab - 1}, "
-                f"pad {special['pad']} excluded)"
-            )
-        ids = sorted({*settings.shortlist_ids, special["eos"], special["unk"]})
+    ids = sorted({*given, special["eos"], special["unk"]})
     if len(ids) >= vocab - 1:
         raise QuantizeError(
             f"the shortlist ({len(ids)} tokens) covers the whole {vocab}-token vocabulary; choose fewer tokens"
@@ -792,7 +792,6 @@ def quantize(
     linear_op: str | None = None,
     embedding: str | None = None,
     cache: str | None = None,
-    shortlist: int | None = None,
     shortlist_ids: Sequence[int] = (),
     force: bool = False,
     check: bool = True,
@@ -810,7 +809,6 @@ def quantize(
         linear_op=linear_op,
         embedding=embedding,
         cache=cache,
-        shortlist=shortlist,
         shortlist_ids=shortlist_ids,
     )
     src = Path(src_dir)
@@ -831,8 +829,8 @@ def quantize(
         model = onnx.load(str(src / manifest.graphs[key]), load_external_data=False)
         graphs[key] = (model, rewriter.rewrite(model))
     scored: list[int] = []  # the tokens a shortlisted decoder scores (empty: every token)
-    if settings.shortlist or settings.shortlist_ids:
-        scored = _shortlist_ids(src, manifest, settings)
+    if settings.shortlist_ids:
+        scored = _shortlist_ids(manifest, settings.shortlist_ids)
         _apply_shortlist(graphs["decoder"][1], store, scored)
     weights_file = manifest.graphs.get("weights", WEIGHTS_FILE)
     if weights_file != WEIGHTS_FILE:
@@ -885,15 +883,10 @@ def quantize(
             )
         else:
             record["embedding_table"] = "float32 (not quantized)"
-    record.pop("shortlist", None), record.pop("shortlist_ids", None)  # recorded below as the ids scored
+    record.pop("shortlist_ids", None)  # recorded below, as the ids scored
     if scored:
         record["shortlist"] = {
             "size": len(scored),
-            "chosen_by": (
-                f"the {settings.shortlist} most probable target.spm pieces (piece scores), plus eos and unk"
-                if settings.shortlist
-                else "given token ids, plus eos and unk"
-            ),
             "ids": scored,
         }
     record["rewritten"] = dict(sorted(rewriter.counts.items()))
@@ -942,7 +935,7 @@ def export_variant(source: str, out_dir: str | os.PathLike[str], options: Any = 
                 "the fp32 export keeps a float32 cache (its tokens equal transformers'); a float16 cache is for "
                 "variants: add --precision int8 (or int4, fp16)"
             )
-        if settings.get("shortlist"):
+        if settings.get("shortlist_ids"):
             raise QuantizeError("a shortlist is for int8/int4 variants: add --precision int8 (or int4)")
         return export(source, out, options)
     prepare_out_dir(out, options.force)  # refuse a non-empty OUT_DIR before the (long) export

@@ -14,11 +14,12 @@ RuntimeError; eos/pad missing from vocab.json -> ValueError instead of silently 
 
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -170,23 +171,21 @@ class MarianTokenizer:
 
     # ------------------------------------------------------------------ lookups
 
-    def frequent_target_ids(self, count: int) -> list[int]:
-        """Vocabulary ids of the ``count`` most probable target pieces, by the target SentencePiece model's piece
-        scores (a unigram model's log-probabilities), plus eos and unk; sorted. Pieces missing from the
-        vocabulary and control pieces are skipped; pad is never included (it must never be generated)."""
+    def frequent_target_ids(self, texts: Iterable[str], count: int) -> list[int]:
+        """Vocabulary ids of the ``count`` target pieces most frequent in ``texts`` (target-language sentences,
+        split by target.spm), plus eos and unk; sorted. Pad is never included (it must never be generated).
+        (SentencePiece's own piece scores are no substitute: a unigram model ranks single characters that it
+        mostly saw inside longer pieces last, and those are among the commonest Chinese tokens.)"""
         if count < 1:
             raise ValueError(f"count must be >= 1, got {count}")
-        sp = self._sp_target
-        pieces = [i for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
-        pieces.sort(key=lambda i: (-sp.get_score(i), i))
-        chosen = {self.eos_id, self.unk_id}
-        for i in pieces:
-            if len(chosen) >= count + 2:
-                break
-            token = self._encoder.get(sp.id_to_piece(i))
-            if token is not None and token != self.pad_id:
-                chosen.add(token)
-        return sorted(chosen)
+        counts: collections.Counter[int] = collections.Counter()
+        for text in texts:
+            for piece in self._sp_target.encode(text, out_type=str):
+                counts[self._encoder.get(piece, self.unk_id)] += 1
+        for special in (self.eos_id, self.unk_id, self.pad_id):
+            counts.pop(special, None)
+        ranked = sorted(counts, key=lambda token: (-counts[token], token))
+        return sorted({self.eos_id, self.unk_id, *ranked[:count]})
 
     def token_to_id(self, token: str) -> int | None:
         """Id of ``token`` in vocab.json, or None when it is not there."""

@@ -246,15 +246,22 @@ def test_float16_cache(tiny_source, tiny_export, variants, tmp_path, capsys):
 
 
 def test_shortlist(tiny_source, tiny_export, variants, tmp_path, capsys):
-    """--shortlist N: the projection scores the N most probable target pieces (+ eos, unk) with exactly the
-    full variant's logits, every other token gets -inf, and greedy search picks what the full variant picks
-    when every other token is banned."""
+    """--shortlist N: the projection scores the N pieces most frequent in the corpus (+ eos, unk) with exactly
+    the full variant's logits, every other token gets -inf, and greedy search picks what the full variant
+    picks when every other token is banned."""
+    from enzh.quantize import corpus_shortlist
     from enzh.tokenizer import MarianTokenizer
 
+    from models import corpus
+
     src, full = tiny_export("base"), variants("base", "int8")
+    lines = corpus(7)[1]
+    (tmp_path / "zh.tsv").write_text("".join(f"source {i}\t{line}\n" for i, line in enumerate(lines)), "utf-8")
     out = tmp_path / "int8-shortlist"
-    assert cli_main(["quantize", str(src), str(out), "--precision", "int8", "--shortlist", "20"]) == 0
-    expected = MarianTokenizer.from_dir(src, vocab="vocab.json.gz").frequent_target_ids(20)
+    args = ["quantize", str(src), str(out), "--precision", "int8", "--shortlist", "20"]
+    assert cli_main([*args, "--shortlist-corpus", str(tmp_path / "zh.tsv")]) == 0
+    expected = MarianTokenizer.from_dir(src, vocab="vocab.json.gz").frequent_target_ids(lines, 20)
+    assert corpus_shortlist(src, lines, 20) == expected
     info = Manifest.load(out).quantization["shortlist"]
     assert info["ids"] == expected and info["size"] == len(expected) == 22 and expected[:2] == [0, 1]
     decoder = onnx.load(str(out / "decoder.onnx"), load_external_data=False)
@@ -294,14 +301,12 @@ def test_shortlist(tiny_source, tiny_export, variants, tmp_path, capsys):
         steps.append(sessions.decoder_for(sessions.encode(source, mask)).step(tokens, logits=True).logits)
     np.testing.assert_allclose(steps[0][:, [0, 1, 7, 30, 31]], steps[1][:, [0, 1, 7, 30, 31]], atol=1e-5)
     with pytest.raises(QuantizeError, match="shortlist needs a quantized output projection"):
-        quantize(src, tmp_path / "fp16", precision="fp16", shortlist=20)
+        quantize(src, tmp_path / "fp16", precision="fp16", shortlist_ids=expected)
     pad = Manifest.load(src).special_ids["pad"]
     with pytest.raises(QuantizeError, match=f"pad {pad} excluded"):
         quantize(src, tmp_path / "pad", precision="int8", shortlist_ids=[5, pad])
-    with pytest.raises(QuantizeError, match="not both"):
-        quantize(src, tmp_path / "both", precision="int8", shortlist=5, shortlist_ids=[5])
-    assert cli_main(["export", str(tiny_source("base")), str(tmp_path / "y"), "--shortlist", "20"]) == 2
-    assert "a shortlist is for int8/int4 variants" in capsys.readouterr().err
+    assert cli_main(["quantize", str(src), str(tmp_path / "z"), "--precision", "int8", "--shortlist", "5"]) == 2
+    assert "--shortlist N and --shortlist-corpus FILE go together" in capsys.readouterr().err
 
 
 def test_quantize_refusals(tiny_export, variants, tmp_path):
