@@ -799,8 +799,8 @@ def quantize(
     """Derive the ``precision`` variant (int8, int4 or fp16) of the fp32 model directory ``src_dir``.
 
     The settings (``block_size`` ... ``shortlist_ids``): see :class:`QuantizeSettings` (``None`` = the measured
-    default). With ``check`` the new directory is loaded with ONNX Runtime and one
-    sentence is run through the encoder and a decoder step, so a variant the runtime cannot execute fails here.
+    default). With ``check`` the new directory is loaded with ONNX Runtime and one sentence is run through the
+    encoder and a decoder step, so a variant the runtime cannot execute fails here.
     """
     settings = QuantizeSettings.make(
         precision,
