@@ -180,11 +180,31 @@ _STATUS_CODES = {
 # -- raw ASGI middleware -------------------------------------------------------------------------------------
 
 
+# How much of an oversized body is read and thrown away around a 413. Closing a connection with unread request
+# bytes makes the kernel reset it, and a reset can destroy the 413 the client has not read yet; past this many
+# bytes, or when the client pauses this long, it is cut off instead (it may then see a reset, not the 413).
+DRAIN_BYTES = 64 * 1024 * 1024
+DRAIN_IDLE_S = 1.0
+
+
+async def _drain(receive: Receive, message: Message) -> None:
+    """Read and discard the rest of a request body (after ``message``) within the limits above."""
+    budget = DRAIN_BYTES
+    while message["type"] == "http.request" and message.get("more_body", False) and budget > 0:
+        try:
+            message = await asyncio.wait_for(receive(), DRAIN_IDLE_S)
+        except TimeoutError:
+            return
+        budget -= len(message.get("body", b""))
+
+
 class BodyLimitMiddleware:
     """413 for bodies over ``max_bytes``: from Content-Length before reading, else counted while streaming.
 
     The body is never buffered here; an oversized streamed body raises :class:`BodyTooLarge` from
-    ``receive()`` inside the endpoint that reads it.
+    ``receive()`` inside the endpoint that reads it. The rest of an oversized body is read and discarded (see
+    :data:`DRAIN_BYTES`) so that the client receives the 413 rather than a connection reset: after the 413 is
+    written when Content-Length gave the size away, before it otherwise.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int, on_reject: Callable[[str], None] | None = None) -> None:
@@ -197,18 +217,29 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         declared = None
+        expects_continue = False  # such a client waits for our answer before it sends the body: nothing to drain
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
                     declared = None
+            elif name == b"expect":
+                expects_continue = value.lower() == b"100-continue"
         if declared is not None and declared > self.max_bytes:
             if self.on_reject:
                 self.on_reject("body_too_large")
             response = error_response(413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes")
             response.headers["connection"] = "close"
-            await response(scope, receive, send)
+            if expects_continue:
+                await response(scope, receive, send)
+                return
+            # The whole 413 goes out now; the response is completed (and the connection closed) only once the
+            # body the client is already sending has been read and thrown away.
+            await send({"type": "http.response.start", "status": 413, "headers": response.raw_headers})
+            await send({"type": "http.response.body", "body": response.body, "more_body": True})
+            await _drain(receive, {"type": "http.request", "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         received = 0
         limit = self.max_bytes
@@ -221,6 +252,7 @@ class BodyLimitMiddleware:
                 if received > limit:
                     if self.on_reject:
                         self.on_reject("body_too_large")
+                    await _drain(receive, message)
                     raise BodyTooLarge(limit)
             return message
 

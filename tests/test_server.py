@@ -323,6 +323,16 @@ def test_50_mb_body_rejected_from_content_length_without_reading_it(server):
     assert time.monotonic() - start < 5
 
 
+def test_50_mb_body_with_expect_continue_is_refused_before_it_is_sent(server):
+    head = (
+        b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n"
+        b"Expect: 100-continue\r\n\r\n"
+    )
+    reply = _raw_request(server.port, head)  # the client waits for "100 Continue", which must not come
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b'"body_too_large"' in reply
+
+
 def test_50_mb_chunked_body_rejected_while_streaming(server):
     head = (
         b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
