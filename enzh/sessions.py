@@ -197,7 +197,7 @@ class OrtDecoder:
             self._bound = (rows, self._generation, logits)
         self._ids[:rows, 0] = tokens
         self._position[0] = self.position
-        self._top_k[0] = min(max(1, top_k), self.s.vocab)
+        self._top_k[0] = min(max(1, top_k), self.s.scored)  # TopK runs over the scored tokens only
         self.s.decoder.run_with_iobinding(io)
         outputs = io.get_outputs()
         self.position += 1

@@ -300,6 +300,9 @@ def test_shortlist(tiny_source, tiny_export, variants, tmp_path, capsys):
         sessions = ModelSessions(directory, Manifest.load(directory), RuntimeOptions(verify_hashes=False))
         steps.append(sessions.decoder_for(sessions.encode(source, mask)).step(tokens, logits=True).logits)
     np.testing.assert_allclose(steps[0][:, [0, 1, 7, 30, 31]], steps[1][:, [0, 1, 7, 30, 31]], atol=1e-5)
+    # Fewer scored tokens than a beam step asks for (2 x 4 + 1 + bans): the search falls back to all scores.
+    tiny = Translator.load(tmp_path / "given").generate_ids(texts, beam_size=4, max_new_tokens=6)
+    assert all(h.token_ids and set(h.token_ids) <= {0, 1, 7, 30, 31} for h in tiny)
     with pytest.raises(QuantizeError, match="shortlist needs a quantized output projection"):
         quantize(src, tmp_path / "fp16", precision="fp16", shortlist_ids=expected)
     pad = Manifest.load(src).special_ids["pad"]
