@@ -18,6 +18,7 @@ int8 quality gate fails, 0 otherwise (also when the demo model is missing: that 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -143,6 +144,7 @@ def timings(directory: Path, threads: int, rows: int = 4, src_len: int = 20, ste
     return {"step_ms": float(np.min(step_ms)), "encoder_ms": float(np.min(enc_ms))}
 
 
+@functools.cache
 def demo_training_targets(pairs: int = 20_000) -> list[str]:
     """Chinese sides of the demo model's training pairs (the corpus its shortlists are counted on)."""
     from enzh.demo.corpus import DEFAULT_TRAIN_SEED, generate_pairs

@@ -50,7 +50,9 @@ def profile_cell(model: Path, batch: int, beams: int, threads: int, repeats: int
     finally:
         sessions_module.session_options = original
     rng = np.random.default_rng(0)
-    sources = [(*(int(x) for x in rng.integers(10, 60000, SOURCE_TOKENS - 1)), 0) for _ in range(batch)]
+    # Ordinary ids below the pad id, so that any vocabulary works (60000: the shaped model's documented sources).
+    high = min(60000, translator.manifest.special_ids["pad"], translator.sessions.vocab)
+    sources = [(*(int(x) for x in rng.integers(10, high, SOURCE_TOKENS - 1)), 0) for _ in range(batch)]
     # Python-side time: everything outside the two sessions' run calls.
     run_seconds = [0.0]
     for session in (translator.sessions.encoder, translator.sessions.decoder):

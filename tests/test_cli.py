@@ -66,3 +66,15 @@ def test_runtime_never_imports_heavy_frameworks(tiny_export, module):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_quantize_flags_match_quantize_settings():
+    """`enzh quantize`/`export` offer exactly the precisions and caches enzh.quantize accepts."""
+    from enzh.quantize import CACHES, PRECISIONS
+
+    commands = next(a for a in build_parser()._subparsers._actions if a.dest == "command").choices  # type: ignore[union-attr]
+    for name, precisions in (("quantize", set(PRECISIONS) - {"fp32"}), ("export", set(PRECISIONS))):
+        actions = {a.dest: a for a in commands[name]._actions}
+        assert set(actions["precision"].choices) == precisions
+        assert tuple(actions["cache"].choices) == CACHES
+    assert {"shortlist", "shortlist_corpus"} <= {a.dest for a in commands["quantize"]._actions}
