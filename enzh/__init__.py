@@ -8,13 +8,13 @@ __version__ = "0.1.0"
 __all__ = ["Translator", "__version__"]
 
 if TYPE_CHECKING:
-    from enzh.translator import Translator
+    from enzh.runtime.translator import Translator
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: `import enzh` stays cheap and never touches onnxruntime until it is needed.
     if name == "Translator":
-        from enzh.translator import Translator
+        from enzh.runtime.translator import Translator
 
         return Translator
     raise AttributeError(f"module 'enzh' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 import sys
 
-from enzh.cli import main
+from enzh.cli.main import main
 
 sys.exit(main())

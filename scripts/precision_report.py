@@ -33,13 +33,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from enzh.manifest import Manifest  # noqa: E402
-from enzh.options import RuntimeOptions  # noqa: E402
-from enzh.quantize import DEFAULT_BLOCK_SIZE, compare_logits, corpus_shortlist, quantize  # noqa: E402
-from enzh.sessions import ModelSessions  # noqa: E402
-from enzh.validate import SENTENCES  # noqa: E402
+from enzh.export.validate import SENTENCES  # noqa: E402
+from enzh.quantize.pipeline import DEFAULT_BLOCK_SIZE, compare_logits, corpus_shortlist, quantize  # noqa: E402
+from enzh.runtime.manifest import Manifest  # noqa: E402
+from enzh.runtime.options import RuntimeOptions  # noqa: E402
+from enzh.runtime.sessions import ModelSessions  # noqa: E402
 
-DEMO_MODEL = ROOT / "enzh" / "demo" / "model"
+DEMO_MODEL = ROOT / "assets" / "demo-hf"
 GATE_CHRF = 1.0
 GATE_EXACT = 2.0
 MIB = 2**20
@@ -177,7 +177,7 @@ def build_variants(
 
 
 def shaped_section(work: Path, sequences: int, threads: int) -> dict[str, Any]:
-    from enzh.export import ExportOptions, export
+    from enzh.export.pipeline import ExportOptions, export
 
     from models import REFERENCE_CONFIG, build_reference_shaped
 
@@ -215,8 +215,8 @@ def demo_section(demo: Path, work: Path, test_size: int, threads: int, sequences
     if not (demo / "config.json").is_file() or not (demo / "model.safetensors").is_file():
         return {"missing": f"no trained demo model at {demo} (train it with `enzh train-demo {demo}`)"}
     from enzh.demo.evaluate_torch import evaluate, score, test_pairs
-    from enzh.export import ExportOptions, export
-    from enzh.translator import Translator
+    from enzh.export.pipeline import ExportOptions, export
+    from enzh.runtime.translator import Translator
 
     fp32 = work / "demo-fp32"
     stamp = f"{(demo / 'model.safetensors').stat().st_mtime_ns}-{(demo / 'model.safetensors').stat().st_size}"

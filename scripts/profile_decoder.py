@@ -32,8 +32,8 @@ NEW_TOKENS = 32
 
 def profile_cell(model: Path, batch: int, beams: int, threads: int, repeats: int) -> dict[str, Any]:
     """Profile ``repeats`` calls of one cell in this process (fresh sessions with profiling on)."""
-    import enzh.sessions as sessions_module
-    from enzh.translator import Translator
+    import enzh.runtime.sessions as sessions_module
+    from enzh.runtime.translator import Translator
 
     prefix = tempfile.mkdtemp(prefix="enzh-profile-")
     original = sessions_module.session_options

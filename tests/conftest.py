@@ -57,7 +57,7 @@ def tiny_source(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def tiny_export(tiny_source, tmp_path_factory: pytest.TempPathFactory):
     """Factory: name -> exported enzh model directory of that tiny model (exported once per session)."""
-    from enzh.export import ExportOptions, export
+    from enzh.export.pipeline import ExportOptions, export
 
     cache: dict[str, Path] = {}
 
@@ -72,11 +72,8 @@ def tiny_export(tiny_source, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def demo_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped demo model, exported (and validated) once per session."""
-    from enzh.default_model import DEMO_SOURCE
-    from enzh.export import ExportOptions, export
+def demo_dir() -> Path:
+    """The embedded demo model as shipped in the package (an exported fp32 model directory)."""
+    from enzh.runtime.default_model import DEMO_DIR
 
-    out = tmp_path_factory.mktemp("demo-onnx")
-    export(str(DEMO_SOURCE), out, ExportOptions(force=True, progress=False))
-    return out
+    return DEMO_DIR

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from enzh import bench
-from enzh.cli import build_parser
+from enzh.cli.main import build_parser
+from enzh.demo import HF_MODEL_DIR
+from enzh.tools import bench
 
 HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
 
@@ -161,10 +162,10 @@ def test_cli_options_become_settings_and_the_command_line():
 
 
 def test_fixed_sources_have_the_asked_length():
-    sources = bench.fixed_sources(bench.DEMO_SOURCE, 3, 24, seed=1)
+    sources = bench.fixed_sources(HF_MODEL_DIR, 3, 24, seed=1)
     assert len(sources) == 3 and {len(s) for s in sources} == {24}
     assert all(s[0] == 2 and s[-1] == 0 and 0 not in s[1:-1] for s in sources)  # >>cmn_Hans<< ... </s>
-    assert bench.fixed_sources(bench.DEMO_SOURCE, 3, 24, seed=1) == sources
+    assert bench.fixed_sources(HF_MODEL_DIR, 3, 24, seed=1) == sources
 
 
 def test_percentile():

@@ -1,7 +1,7 @@
-"""enzh.decoding must give exactly the tokens of transformers ``generate()``.
+"""enzh.runtime.decoding must give exactly the tokens of transformers ``generate()``.
 
 Tiny random MarianMTModels (built here, no downloads) drive both HF ``generate()`` and our numpy search
-through ``TorchDecoder``, a test-only :class:`~enzh.decoding.IncrementalDecoder` over the same torch model.
+through ``TorchDecoder``, a test-only :class:`~enzh.runtime.decoding.IncrementalDecoder` over the same torch model.
 Token ids must be identical; scores must agree to float32 rounding.
 """
 
@@ -24,9 +24,9 @@ from transformers import GenerationConfig, MarianConfig, MarianMTModel  # noqa: 
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache  # noqa: E402
 from transformers.generation import logits_process as hf_processors  # noqa: E402
 
-from enzh import decoding  # noqa: E402
-from enzh.decoding import Hypothesis, Step, beam_search, generate, greedy_search  # noqa: E402
-from enzh.options import DecodingSettings  # noqa: E402
+from enzh.runtime import decoding  # noqa: E402
+from enzh.runtime.decoding import Hypothesis, Step, beam_search, generate, greedy_search  # noqa: E402
+from enzh.runtime.options import DecodingSettings  # noqa: E402
 
 EOS = 0
 _IMPOSSIBLE = np.float32(-1.0e9)
@@ -336,7 +336,7 @@ def test_cases_cover_enough_sentences_and_lengths() -> None:
 
 
 # Found by a long randomized comparison: exact float32 ties between beam candidates, which torch.topk orders
-# its own way (its CPU kernel uses std::partial_sort / std::nth_element; see enzh.decoding._top_k).
+# its own way (its CPU kernel uses std::partial_sort / std::nth_element; see enzh.runtime.decoding._top_k).
 TIE_CASES: dict[str, tuple[ModelSpec, dict[str, Any], int]] = {
     "tie-within-one-beam": (
         ModelSpec(12, 200, 48, 2, 2, True, True, 0.15, False, (1.0, 50.0)),
@@ -554,7 +554,7 @@ def test_top_k_matches_torch_topk_even_with_ties(width: int) -> None:
 
 
 def test_decoding_module_imports_only_numpy() -> None:
-    code = "import sys, enzh.decoding; sys.exit(any(m in sys.modules for m in ('torch', 'transformers')))"
+    code = "import sys, enzh.runtime.decoding; sys.exit(any(m in sys.modules for m in ('torch', 'transformers')))"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from enzh.demo import HF_MODEL_DIR
 from enzh.demo import corpus as c
 from enzh.demo import lexicon as lx
 
-MODEL = Path(__file__).resolve().parents[1] / "enzh" / "demo" / "model"
+MODEL = HF_MODEL_DIR
 
 
 def P(key: str) -> lx.Person:

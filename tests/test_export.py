@@ -11,12 +11,12 @@ import pytest
 import torch
 from transformers import MarianMTModel
 
-from enzh.export import ExportError, ExportOptions, export
-from enzh.manifest import Manifest, ModelDirError
-from enzh.options import RuntimeOptions
-from enzh.sessions import ModelSessions
-from enzh.translator import Translator
-from enzh.validate import check_numerics
+from enzh.export.pipeline import ExportError, ExportOptions, export
+from enzh.export.validate import check_numerics
+from enzh.runtime.manifest import Manifest, ModelDirError
+from enzh.runtime.options import RuntimeOptions
+from enzh.runtime.sessions import ModelSessions
+from enzh.runtime.translator import Translator
 
 from conftest import TINY_VARIANTS
 
@@ -92,7 +92,7 @@ def test_missing_source_is_a_clear_error(tmp_path):
 
 def test_validation_failure_reports_every_output(tiny_source, tmp_path, monkeypatch):
     """A wrong graph must fail the export with the max abs difference of each output."""
-    import enzh.export as export_module
+    import enzh.export.pipeline as export_module
 
     real = export_module.collect_weights
 

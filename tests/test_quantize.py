@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +10,8 @@ import onnx
 import pytest
 
 from enzh import Translator
-from enzh.cli import main as cli_main
-from enzh.manifest import Manifest
-from enzh.options import RuntimeOptions
-from enzh.quantize import (
+from enzh.cli.main import main as cli_main
+from enzh.quantize.pipeline import (
     QuantizeError,
     compare_logits,
     dequantize_blocks,
@@ -23,7 +20,9 @@ from enzh.quantize import (
     quantize_blocks,
     quantized_report,
 )
-from enzh.sessions import ModelSessions
+from enzh.runtime.manifest import Manifest
+from enzh.runtime.options import RuntimeOptions
+from enzh.runtime.sessions import ModelSessions
 
 from models import REFERENCE_CONFIG, WORDS
 
@@ -249,8 +248,8 @@ def test_shortlist(tiny_source, tiny_export, variants, tmp_path, capsys):
     """--shortlist N: the projection scores the N pieces most frequent in the corpus (+ eos, unk) with exactly
     the full variant's logits, every other token gets -inf, and greedy search picks what the full variant
     picks when every other token is banned."""
-    from enzh.quantize import corpus_shortlist
-    from enzh.tokenizer import MarianTokenizer
+    from enzh.quantize.pipeline import corpus_shortlist
+    from enzh.runtime.tokenizer import MarianTokenizer
 
     from models import corpus
 
@@ -364,7 +363,7 @@ def test_cli_export_and_quantize(tiny_source, tiny_export, tmp_path, capsys):
 @pytest.mark.skipif(not REFERENCE_CONFIG.is_dir(), reason=f"reference config not found at {REFERENCE_CONFIG}")
 def test_shaped_model_size_gates(tmp_path_factory):
     """opus-mt-en-zh's exact shape: int8 <= 80 MB and int4 <= 50 MB (decimal) for the whole directory."""
-    from enzh.export import ExportOptions, export
+    from enzh.export.pipeline import ExportOptions, export
 
     from models import build_reference_shaped
 
@@ -386,20 +385,13 @@ def test_shaped_model_size_gates(tmp_path_factory):
         }
 
 
-DEMO_MODEL = Path(os.environ.get("ENZH_DEMO_MODEL", Path(__file__).resolve().parents[1] / "enzh" / "demo" / "model"))
-
-
-@pytest.mark.skipif(not (DEMO_MODEL / "model.safetensors").is_file(), reason=f"no trained demo model at {DEMO_MODEL}")
-def test_demo_model_quality_and_size_gates(tmp_path_factory):
+def test_demo_model_quality_and_size_gates(tmp_path_factory, demo_dir):
     """The trained demo model on 200 held-out pairs, beam 4: int8 within 1 chrF and 2 points exact match of
     fp32, int4 within 3 chrF; int8 weights at most 30 % and int4 at most 20 % of fp32 (docs/precision.md)."""
     from enzh.demo.evaluate_torch import score, test_pairs
-    from enzh.export import ExportOptions, export
 
-    fp32 = tmp_path_factory.mktemp("demo-fp32")
-    export(str(DEMO_MODEL), fp32, ExportOptions(force=True, progress=False))
-    test_file = DEMO_MODEL / "test.tsv"
-    pairs = test_pairs(test_file if test_file.is_file() else None, 200)[:200]
+    fp32 = demo_dir
+    pairs = test_pairs(demo_dir / "test.tsv")[:200]
     sources, refs = [en for en, _ in pairs], [zh for _, zh in pairs]
     scores, sizes = {}, {}
     for precision in ("fp32", "int8", "int4"):

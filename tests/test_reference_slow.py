@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from enzh.export import ExportOptions, export
-from enzh.manifest import Manifest
-from enzh.validate import SENTENCES, check_tokens
+from enzh.export.pipeline import ExportOptions, export
+from enzh.export.validate import SENTENCES, check_tokens
+from enzh.runtime.manifest import Manifest
 
 from models import REFERENCE_CONFIG, build_reference_shaped
 
@@ -43,7 +43,7 @@ def test_loaded_translator_holds_one_copy_of_the_weights(reference):
     after translating with beam 4: a second copy of the shared 133 MB embedding fails both."""
     _, out, manifest = reference
     code = (
-        "import enzh, enzh.translator, onnxruntime\n"
+        "import enzh, enzh.runtime.translator, onnxruntime\n"
         "def rss(): return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) * 1024\n"
         "base = rss()\n"
         f"t = enzh.Translator.load({str(out)!r})\n"

@@ -14,14 +14,14 @@ import httpx
 import pytest
 from test_server_harness import SENTENCES, metric_value, running, shared_translator
 
-from enzh.default_model import DEMO_SOURCE
-from enzh.segment import split_sentences
-from enzh.server import ServeOptions, Service, create_app
+from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.runtime.segment import split_sentences
+from enzh.serve.app import ServeOptions, Service, create_app
 
 
 @pytest.fixture(scope="module")
-def demo_translator(demo_export):
-    return shared_translator(demo_export)
+def demo_translator(demo_dir):
+    return shared_translator(demo_dir)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def server(demo_translator):
 
 
 def held_out(n: int, seed: int = 0) -> list[str]:
-    lines = (DEMO_SOURCE / "test.tsv").read_text(encoding="utf-8").splitlines()
+    lines = DEMO_TEST_SET.read_text(encoding="utf-8").splitlines()
     rng = random.Random(seed)
     return [line.split("\t")[0] for line in rng.sample(lines, n)]
 
@@ -475,7 +475,7 @@ def test_dead_worker_flips_readiness(demo_translator):
         assert metric_value(httpx.get(f"{srv.url}/metrics").text, "enzh_worker_alive") == 0
 
 
-def test_not_ready_until_loaded_and_warmed_up(demo_export, monkeypatch):
+def test_not_ready_until_loaded_and_warmed_up(demo_dir, monkeypatch):
     release = threading.Event()
     real_load = Service._load
 
@@ -484,7 +484,7 @@ def test_not_ready_until_loaded_and_warmed_up(demo_export, monkeypatch):
         return real_load(self)
 
     monkeypatch.setattr(Service, "_load", slow_load)
-    with running(ServeOptions(model_dir=str(demo_export)), wait_ready=False) as srv:
+    with running(ServeOptions(model_dir=str(demo_dir)), wait_ready=False) as srv:
         ready = httpx.get(f"{srv.url}/readyz")
         assert ready.status_code == 503 and ready.json()["status"] == "loading"
         assert httpx.get(f"{srv.url}/livez").status_code == 200
@@ -531,17 +531,17 @@ def test_serve_options_are_validated():
 
 
 def test_cli_has_serve():
-    from enzh.cli import build_parser
+    from enzh.cli.main import build_parser
 
     args = build_parser().parse_args(["serve", "--port", "0", "--max-batch-tokens", "512", "--no-batching"])
-    from enzh.server import options_from_args
+    from enzh.serve.app import options_from_args
 
     options = options_from_args(args)
     assert options.port == 0 and options.max_batch_tokens == 512 and options.batching is False
 
 
 def test_load_benchmark_reports_without_asserting_timings(server):
-    from enzh.server_bench import HEADER, measure, single_latencies
+    from enzh.tools.server_bench import HEADER, measure, single_latencies
 
     single = single_latencies(server.url, 1, n=3)
     result = measure(server.url, "dynamic batching", 4, 1.0, 1, single)

@@ -9,7 +9,7 @@ import pytest
 from playwright import sync_api
 from test_server_harness import running, shared_translator
 
-from enzh.server import ServeOptions
+from enzh.serve.app import ServeOptions
 
 CHROMIUM = os.environ.get("ENZH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def demo_translator(demo_export):
-    return shared_translator(demo_export)
+def demo_translator(demo_dir):
+    return shared_translator(demo_dir)
 
 
 def test_type_click_and_read_the_translation(demo_translator):

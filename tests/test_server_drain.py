@@ -10,8 +10,8 @@ import httpx
 from test_server_harness import ProcessServer
 
 
-def test_sigterm_drains_in_flight_work_then_exits(demo_export):
-    server = ProcessServer(demo_export, "--max-batch-tokens", "256", "--drain-timeout-s", "60").wait_ready()
+def test_sigterm_drains_in_flight_work_then_exits(demo_dir):
+    server = ProcessServer(demo_dir, "--max-batch-tokens", "256", "--drain-timeout-s", "60").wait_ready()
     # Enough work that the six requests are still running when SIGTERM arrives (~100 sentences each, beam 4).
     text = " ".join(["I would like a cup of coffee. The weather is nice today. Where is the train station?"] * 32)
     try:

@@ -13,14 +13,14 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from test_server_harness import running, shared_translator
 
-from enzh.server import ServeOptions
+from enzh.serve.app import ServeOptions
 
 EXAMPLES = {"POST": 40, "GET": 5}
 
 
 @pytest.fixture(scope="module")
-def demo_translator(demo_export):
-    return shared_translator(demo_export)
+def demo_translator(demo_dir):
+    return shared_translator(demo_dir)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from enzh.server import ServeOptions, create_app
+from enzh.serve.app import ServeOptions, create_app
 
 # Sentences from the demo model's domain (its held-out test set), for realistic mixed-length requests.
 SENTENCES = [
@@ -99,14 +99,14 @@ def free_port() -> int:
 
 
 class ProcessServer:
-    """``python -m enzh.server`` in a subprocess (for signals: SIGTERM drain)."""
+    """``python -m enzh.serve.app`` in a subprocess (for signals: SIGTERM drain)."""
 
     def __init__(self, model_dir: Path, *args: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "enzh.server", "--model", str(model_dir), "--port", str(self.port), *args],
+            [sys.executable, "-m", "enzh.serve.app", "--model", str(model_dir), "--port", str(self.port), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -161,7 +161,7 @@ _TRANSLATORS: dict[str, Any] = {}
 
 def shared_translator(model_dir: Path) -> Any:
     """One loaded Translator per model directory for the whole test session (ONNX sessions are thread-safe)."""
-    from enzh.translator import Translator
+    from enzh.runtime.translator import Translator
 
     key = str(model_dir)
     if key not in _TRANSLATORS:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from enzh.scheduler import QueueFull, Scheduler, SchedulerClosed, SchedulerOptions, WorkerDead
+from enzh.serve.scheduler import QueueFull, Scheduler, SchedulerClosed, SchedulerOptions, WorkerDead
 
 
 class FakeEngine:

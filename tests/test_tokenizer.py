@@ -1,4 +1,4 @@
-"""enzh.tokenizer.MarianTokenizer vs transformers.MarianTokenizer on tiny, locally trained spm models.
+"""enzh.runtime.tokenizer.MarianTokenizer vs transformers.MarianTokenizer on tiny, locally trained spm models.
 
 Everything is generated in a temp dir (no hub access): an English-ish source.spm, a Chinese-ish target.spm and
 an opus-mt-en-zh style vocab.json (</s>=0, <unk>=1, >>cmn_Hans<<, >>cmn_Hant<<, union of both models' pieces,
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import sentencepiece as spm
 
-from enzh.tokenizer import MarianTokenizer
+from enzh.runtime.tokenizer import MarianTokenizer
 
 LANG_TOKENS = (">>cmn_Hans<<", ">>cmn_Hant<<")
 N_RANDOM_TEXTS = 3000
@@ -298,7 +298,7 @@ def tok(model_dir: Path) -> MarianTokenizer:
 
 
 def test_does_not_import_transformers_or_torch() -> None:
-    code = "import sys, enzh.tokenizer; bad = {'transformers', 'torch'} & set(sys.modules); assert not bad, bad"
+    code = "import sys, enzh.runtime.tokenizer; bad = {'transformers', 'torch'} & set(sys.modules); assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

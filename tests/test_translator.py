@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from enzh import Translator
-from enzh.batching import plan_batches
-from enzh.segment import clean_text, split_sentences
-from enzh.translator import default_max_new_tokens
+from enzh.runtime.batching import plan_batches
+from enzh.runtime.segment import clean_text, split_sentences
+from enzh.runtime.translator import default_max_new_tokens
 
 from models import WORDS
 
@@ -131,8 +131,8 @@ def test_split_sentences():
 
 
 def test_runtime_options_reach_onnxruntime():
-    from enzh.options import RuntimeOptions
-    from enzh.sessions import session_options
+    from enzh.runtime.options import RuntimeOptions
+    from enzh.runtime.sessions import session_options
 
     so = session_options(RuntimeOptions(intra_op_threads=1))
     assert so.intra_op_num_threads == 1 and so.inter_op_num_threads == 1

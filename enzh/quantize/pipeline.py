@@ -1,7 +1,7 @@
 """Precision variants of an exported fp32 model directory: int8, int4 and fp16.
 
 ``quantize(SRC_DIR, OUT_DIR, precision=...)`` reads the fp32 ``encoder.onnx``/``decoder.onnx`` written by
-:mod:`enzh.export`, rewrites the three weight patterns the graph builder emits, and writes a model directory
+:mod:`enzh.export.pipeline`, rewrites the three weight patterns the graph builder emits, and writes a model directory
 of the same layout (one ``weights.bin`` shared by both graphs, tokenizer files, ``manifest.json`` with the
 precision, the settings and fresh sha256s):
 
@@ -47,8 +47,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from enzh import __version__
-from enzh.graph import ALIGN, WEIGHTS_FILE, WeightStore, half_precision_cache, sinusoidal_positions
-from enzh.manifest import Manifest, describe_files
+from enzh.export.graph import ALIGN, WEIGHTS_FILE, WeightStore, half_precision_cache, sinusoidal_positions
+from enzh.runtime.errors import QuantizeError
+from enzh.runtime.manifest import Manifest, describe_files
 
 logger = logging.getLogger("enzh")
 
@@ -66,10 +67,6 @@ SMALL_ALIGN = 64  # alignment of tensors smaller than a page in weights.bin
 CACHES = ("float32", "float16")  # element type of the decoder's self-attention cache
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
 EMBEDDINGS = ("quantized", "channels", "float")
-
-
-class QuantizeError(Exception):
-    """The variant could not be derived; the message says why and what to do."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -664,7 +661,7 @@ def _sinusoids(ids: str, out: str, dim: int, prefix: str, constants: list[Tensor
 def corpus_shortlist(model_dir: str | os.PathLike[str], texts: Iterable[str], size: int) -> list[int]:
     """Token ids of the ``size`` target pieces most frequent in ``texts`` (target-language sentences, split by
     the model directory's target.spm), plus eos and unk: the ``shortlist_ids`` of :func:`quantize`."""
-    from enzh.tokenizer import MarianTokenizer
+    from enzh.runtime.tokenizer import MarianTokenizer
 
     directory = Path(model_dir)
     tok = Manifest.load(directory).tokenizer
@@ -751,7 +748,7 @@ def _assemble(model: onnx.ModelProto, rewritten: _Rewritten, store: WeightStore)
     )
     opsets = [o for o in model.opset_import if o.domain not in ("", "ai.onnx", MS_DOMAIN)]
     opsets += [helper.make_opsetid("", _default_opset(model)), helper.make_opsetid(MS_DOMAIN, 1)]
-    out = helper.make_model(new_graph, opset_imports=opsets, producer_name="enzh.quantize")
+    out = helper.make_model(new_graph, opset_imports=opsets, producer_name="enzh.quantize.pipeline")
     out.ir_version = model.ir_version
     return out
 
@@ -764,7 +761,7 @@ def _default_opset(model: onnx.ModelProto) -> int:
 
 
 def _prepare(out_dir: Path, src_dir: Path, force: bool) -> None:
-    from enzh.export import prepare_out_dir
+    from enzh.export.pipeline import prepare_out_dir
 
     if out_dir.resolve() == src_dir.resolve():
         raise QuantizeError(f"OUT_DIR {out_dir} is the source directory; write the variant to another directory")
@@ -842,7 +839,7 @@ def quantize(
     for key, model in built.items():
         onnx.save(model, str(out / manifest.graphs[key]))
 
-    # The runtime maps weights both graphs read once and hands them to both sessions (enzh.sessions).
+    # The runtime maps weights both graphs read once and hands them to both sessions (enzh.runtime.sessions).
     encoder_names = {t.name for t in built["encoder"].graph.initializer}
     shared = {
         t.name: store.layout(t.name)
@@ -908,8 +905,8 @@ def quantize(
 
 
 def _check_loads(directory: Path, manifest: Manifest) -> None:
-    from enzh.options import RuntimeOptions
-    from enzh.sessions import ModelSessions
+    from enzh.runtime.options import RuntimeOptions
+    from enzh.runtime.sessions import ModelSessions
 
     sessions = ModelSessions(directory, manifest, RuntimeOptions(verify_hashes=False, intra_op_threads=1))
     ids = manifest.special_ids
@@ -924,7 +921,7 @@ def _check_loads(directory: Path, manifest: Manifest) -> None:
 
 def export_variant(source: str, out_dir: str | os.PathLike[str], options: Any = None, **settings: Any) -> Manifest:
     """``enzh export --precision``: the validated fp32 export into a temporary directory, then :func:`quantize`."""
-    from enzh.export import ExportOptions, export, prepare_out_dir
+    from enzh.export.pipeline import ExportOptions, export, prepare_out_dir
 
     options = options or ExportOptions()
     precision = settings.get("precision", "fp32")
@@ -972,8 +969,8 @@ def compare_logits(
     """Random source/target id sequences, teacher-forced through both models; top-1 agreement and logit
     differences over every (sequence, target position), the latter over the scored tokens for a shortlisted
     variant. Random ids are harder than text: a pessimistic bound."""
-    from enzh.options import RuntimeOptions
-    from enzh.sessions import ModelSessions
+    from enzh.runtime.options import RuntimeOptions
+    from enzh.runtime.sessions import ModelSessions
 
     options = RuntimeOptions(verify_hashes=False, intra_op_threads=threads)
     models = []

@@ -4,9 +4,9 @@ Needs the ``[export]`` extra (torch, transformers, onnx). The steps:
 
 1. resolve SOURCE to a local snapshot (hub download when it is not a directory);
 2. load ``MarianMTModel`` and read its weights once, de-duplicating tensors shared by several modules;
-3. build ``encoder.onnx`` and ``decoder.onnx`` (see :mod:`enzh.graph`) over one ``weights.bin``;
+3. build ``encoder.onnx`` and ``decoder.onnx`` (see :mod:`enzh.export.graph`) over one ``weights.bin``;
 4. copy the tokenizer files and write ``manifest.json`` with hashes, ids and generation defaults;
-5. validate the files numerically against the PyTorch model (:mod:`enzh.validate`); fail loudly if off.
+5. validate the files numerically against the PyTorch model (:mod:`enzh.export.validate`); fail loudly if off.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from enzh import __version__
-from enzh.adapter import LANGUAGE_TOKEN, default_language_token
-from enzh.graph import (
+from enzh.export.graph import (
     WEIGHTS_FILE,
     MarianArch,
     WeightStore,
@@ -32,8 +31,10 @@ from enzh.graph import (
     pad_self_attention,
     sinusoidal_positions,
 )
-from enzh.manifest import MANIFEST, Manifest, describe_files
-from enzh.progress import progress_steps
+from enzh.runtime.adapter import LANGUAGE_TOKEN, default_language_token
+from enzh.runtime.errors import ExportError
+from enzh.runtime.manifest import MANIFEST, Manifest, describe_files
+from enzh.runtime.progress import progress_steps
 
 logger = logging.getLogger("enzh")
 
@@ -54,10 +55,6 @@ GENERATION_KEYS = (
 )
 
 
-class ExportError(Exception):
-    """The export could not be completed; the message says why and what to do."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class ExportOptions:
     force: bool = False
@@ -66,6 +63,8 @@ class ExportOptions:
     validate: bool = True
     atol: float = 1e-4
     progress: bool = True
+    # Recorded in manifest.json as the source id instead of the resolved directory or hub id.
+    source_id: str | None = None
 
 
 def resolve_source(source: str, revision: str | None = None) -> tuple[Path, str, str | None]:
@@ -299,7 +298,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         manifest = Manifest(
             model_type="marian",
             precision="fp32",
-            source={"id": source_id, "revision": revision},
+            source={"id": options.source_id or source_id, "revision": revision},
             files=describe_files(out_dir, files),
             graphs={"encoder": "encoder.onnx", "decoder": "decoder.onnx", "weights": WEIGHTS_FILE},
             architecture={
@@ -330,7 +329,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
 
         step("validate")
         if options.validate:
-            from enzh.validate import check_numerics
+            from enzh.export.validate import check_numerics
 
             report = check_numerics(out_dir, model, atol=options.atol)
             logger.info("%s", report.format())

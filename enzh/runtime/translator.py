@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from enzh.adapter import MarianAdapter
-from enzh.batching import pad_batch, plan_batches
-from enzh.decoding import Hypothesis, generate
-from enzh.manifest import Manifest, ModelDirError
-from enzh.options import DecodingSettings, RuntimeOptions, TranslateOptions
-from enzh.segment import clean_text, split_sentences
-from enzh.sessions import ModelSessions
-from enzh.tokenizer import MarianTokenizer
+from enzh.runtime.adapter import MarianAdapter
+from enzh.runtime.batching import pad_batch, plan_batches
+from enzh.runtime.decoding import Hypothesis, generate
+from enzh.runtime.manifest import Manifest, ModelDirError
+from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
+from enzh.runtime.segment import clean_text, split_sentences
+from enzh.runtime.sessions import ModelSessions
+from enzh.runtime.tokenizer import MarianTokenizer
 
 logger = logging.getLogger("enzh")
 
@@ -59,13 +59,13 @@ class Translator:
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike[str] | None = None, **runtime_options: object) -> Translator:
-        """Load a model directory; ``runtime_options`` are :class:`enzh.options.RuntimeOptions` fields.
+        """Load a model directory; ``runtime_options`` are :class:`enzh.runtime.options.RuntimeOptions` fields.
 
         With no ``model_dir`` the embedded demo model is used (exported into the cache on first use).
         """
         options = RuntimeOptions(**runtime_options)  # type: ignore[arg-type]
         if model_dir is None:
-            from enzh.default_model import default_model_dir
+            from enzh.runtime.default_model import default_model_dir
 
             model_dir = default_model_dir()
         directory = Path(model_dir)

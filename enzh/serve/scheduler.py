@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-logger = logging.getLogger("enzh.scheduler")
+logger = logging.getLogger("enzh.serve.scheduler")
 
 # engine(sources, beam_size) -> one decoded string per source, in order.
 Engine = Callable[[list[list[int]], int | None], list[str]]

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from enzh.decoding import Step
-from enzh.manifest import Manifest, ModelDirError
-from enzh.options import RuntimeOptions
+from enzh.runtime.decoding import Step
+from enzh.runtime.manifest import Manifest, ModelDirError
+from enzh.runtime.options import RuntimeOptions
 
 logger = logging.getLogger("enzh")
 
@@ -93,7 +93,7 @@ class ModelSessions:
         # The cache's head size, zero-padded for GroupQueryAttention when the model's is not a multiple of 8.
         past = next(i for i in self.decoder.get_inputs() if i.name == "past_key_0")
         self.cache_head_dim = int(past.shape[3])
-        # float32, or float16 in variants quantized with cache="float16" (enzh.graph.half_precision_cache).
+        # float32, or float16 in variants quantized with cache="float16" (enzh.export.graph.half_precision_cache).
         self.cache_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self._cross_names = [n for i in range(self.layers) for n in (f"cross_key_{i}", f"cross_value_{i}")]
         self.vocab = int(arch["target_vocab_size"])
@@ -115,7 +115,7 @@ class ModelSessions:
 
 
 class OrtDecoder:
-    """A running batch of decoder rows (implements :class:`enzh.decoding.IncrementalDecoder`).
+    """A running batch of decoder rows (implements :class:`enzh.runtime.decoding.IncrementalDecoder`).
 
     Everything large stays where it is between steps (ONNX Runtime I/O binding): the self-attention cache is one
     preallocated buffer per layer and kind, ``[rows, H, capacity, dh]``, that the graph updates in place; the
@@ -165,7 +165,7 @@ class OrtDecoder:
         bind(name, "cpu", 0, array.dtype.type, list(array.shape), array.ctypes.data)
 
     def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
-        """Feed one token per row; return this step's scores (see :class:`enzh.decoding.Step`). With
+        """Feed one token per row; return this step's scores (see :class:`enzh.runtime.decoding.Step`). With
         ``logits=False`` the logits are not kept: ONNX Runtime writes them and then, in place, their
         log-softmax into the same buffer (one ``[rows, vocab]`` array less)."""
         rows = self.rows

@@ -14,7 +14,7 @@ One run measures every engine on the same source ids:
   the latency ratio to CTranslate2 int8 and to PyTorch, and (natural cases) how many outputs equal PyTorch's.
 * **per engine**: load time (process start to first translation), RSS after load, size on disk.
 
-Each engine runs in a fresh subprocess (``python -m enzh.bench --worker JOB OUT``) with the same number of
+Each engine runs in a fresh subprocess (``python -m enzh.tools.bench --worker JOB OUT``) with the same number of
 threads, so its load time and RSS are its own. Output: ``bench.json``, ``bench.md`` and ``bench.png``.
 
 This module imports only the standard library at the top: the worker of one engine must not pay for
@@ -42,11 +42,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from enzh.options import positive_int
+from enzh.demo import HF_MODEL_DIR
+from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.runtime.options import positive_int
 
 SCHEMA = "enzh-bench/1"
 PACKAGE_DIR = Path(__file__).resolve().parent
-DEMO_SOURCE = PACKAGE_DIR / "demo" / "model"
 LANGUAGE_TOKEN = ">>cmn_Hans<<"
 MIB = 1024 * 1024
 
@@ -318,9 +319,11 @@ def describe_machine() -> dict[str, Any]:
 
 
 def default_cache_dir() -> Path:
-    from enzh.default_model import cache_root
-
-    return cache_root() / "bench"
+    """$ENZH_CACHE/bench, else $XDG_CACHE_HOME/enzh/bench, else ~/.cache/enzh/bench."""
+    if os.environ.get("ENZH_CACHE"):
+        return Path(os.environ["ENZH_CACHE"]) / "bench"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "enzh" / "bench"
 
 
 def _code_fingerprint() -> str:
@@ -375,9 +378,9 @@ def build_shaped_model(directory: Path, *, seed: int = 0, config_dir: Path | Non
         generation = GenerationConfig(**OPUS_MT_EN_ZH_GENERATION)
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("source.spm", "target.spm", "tokenizer_config.json", "special_tokens_map.json"):
-        if (DEMO_SOURCE / name).is_file():
-            shutil.copyfile(DEMO_SOURCE / name, directory / name)
-    demo_vocab: dict[str, int] = json.loads((DEMO_SOURCE / "vocab.json").read_text(encoding="utf-8"))
+        if (HF_MODEL_DIR / name).is_file():
+            shutil.copyfile(HF_MODEL_DIR / name, directory / name)
+    demo_vocab: dict[str, int] = json.loads((HF_MODEL_DIR / "vocab.json").read_text(encoding="utf-8"))
     pieces = sorted((i, t) for t, i in demo_vocab.items() if t != "<pad>")
     vocab = {t: i for i, t in enumerate(t for _, t in pieces)}
     pad = int(config.pad_token_id or 0)
@@ -402,7 +405,7 @@ def _shortlist_settings(fp32: Path, engine: Engine) -> dict[str, Any]:
         return {}
     import numpy as np
 
-    from enzh.manifest import Manifest
+    from enzh.runtime.manifest import Manifest
 
     manifest = Manifest.load(fp32)
     vocab = int(manifest.architecture["target_vocab_size"])
@@ -427,7 +430,7 @@ def _prepare_engines(
     enzh_root = root / f"enzh-{code_key}"
     fp32: Path | None = None
     if any(e.kind == "enzh" for e in wanted):
-        from enzh.export import ExportOptions, export
+        from enzh.export.pipeline import ExportOptions, export
 
         def do_export(tmp: Path) -> None:
             _log(f"exporting {hf_dir} (fp32) ...")
@@ -447,9 +450,9 @@ def _prepare_engines(
                 dirs[engine.id] = fp32
                 continue
             try:
-                from enzh.quantize import quantize
+                from enzh.quantize.pipeline import quantize
             except ImportError as exc:
-                unavailable[engine.id] = f"enzh.quantize is not available ({exc})"
+                unavailable[engine.id] = f"enzh.quantize.pipeline is not available ({exc})"
                 continue
 
             try:
@@ -515,7 +518,7 @@ def fixed_sources(hf_dir: Path, count: int, length: int, seed: int) -> list[tupl
 
 def natural_sources(hf_dir: Path, test_tsv: Path, count: int) -> list[tuple[int, ...]]:
     """Source ids of the first ``count`` English sentences of a ``english<TAB>chinese`` test file."""
-    from enzh.tokenizer import MarianTokenizer
+    from enzh.runtime.tokenizer import MarianTokenizer
 
     tokenizer = MarianTokenizer.from_dir(hf_dir)
     english = []
@@ -562,7 +565,7 @@ class _Runner:
 
 class _EnzhRunner(_Runner):
     def __init__(self, directory: str, threads: int) -> None:
-        from enzh.translator import Translator
+        from enzh.runtime.translator import Translator
 
         self.translator = Translator.load(directory, intra_op_threads=threads, inter_op_threads=1)
 
@@ -763,7 +766,7 @@ def _run_worker(
     env.update(TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
     # The worker imports enzh from where this module is, installed or not.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_DIR.parent), env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "enzh.bench", "--worker", str(job_path), str(out_path)]
+    command = [sys.executable, "-m", "enzh.tools.bench", "--worker", str(job_path), str(out_path)]
     job["t0"] = time.time()  # "process start" for the load time: just before the process is spawned
     job_path.write_text(json.dumps(job), encoding="utf-8")
     try:
@@ -845,8 +848,8 @@ def prepare_groups(
                     "opus-mt-en-zh's exact config (6+6 layers, d_model 512, 65,001 tokens), seeded random weights"
                 )
         else:
-            hf_dir = DEMO_SOURCE
-            key = f"demo-{_dir_fingerprint(DEMO_SOURCE)}"
+            hf_dir = HF_MODEL_DIR
+            key = f"demo-{_dir_fingerprint(HF_MODEL_DIR)}"
             name = "demo"
             description = "the embedded demo model (enzh/demo/model: 3+3 layers, d_model 256, 1,834 tokens)"
         dirs, unavailable = _prepare_engines(hf_dir, cache_dir / key, settings.engines, code_key)
@@ -860,7 +863,7 @@ def prepare_groups(
         if group == "fixed":
             sources = fixed_sources(hf_dir, max(settings.batch_sizes), settings.source_tokens, settings.seed)
         else:
-            sources = natural_sources(hf_dir, DEMO_SOURCE / "test.tsv", settings.natural_sentences)
+            sources = natural_sources(hf_dir, DEMO_TEST_SET, settings.natural_sentences)
         groups.append(
             ModelGroup(group, name, description, hf_dir, dirs, unavailable, make_cases(group, sources, settings))
         )
@@ -1635,7 +1638,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m enzh.bench --worker JOB OUT`` (used by the bench itself) or the ``bench`` options."""
+    """``python -m enzh.tools.bench --worker JOB OUT`` (used by the bench itself) or the ``bench`` options."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--worker"]:
         return worker_main(argv[1], argv[2])

@@ -3,7 +3,7 @@
 * The model is loaded and warmed up in the background after start-up; ``/readyz`` answers 503 until then,
   while draining (SIGTERM) and if the batching worker has died.
 * Every translation request is split into sentences (paragraphs kept) whose units go to one
-  :class:`enzh.scheduler.Scheduler`, which pools the sentences of all waiting requests into batches.
+  :class:`enzh.serve.scheduler.Scheduler`, which pools the sentences of all waiting requests into batches.
 * Every error is JSON ``{"error": {"code", "message"}}``; bad input never gets a 5xx. Limits (body size,
   texts, characters, queue, deadline) are all in :class:`ServeOptions`. See docs/server.md.
 
@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
 from enzh import __version__
-from enzh.scheduler import (
+from enzh.runtime.segment import clean_text, split_sentences
+from enzh.serve.scheduler import (
     EngineFailed,
     QueueFull,
     Scheduler,
@@ -39,14 +40,13 @@ from enzh.scheduler import (
     SchedulerOptions,
     WorkerDead,
 )
-from enzh.segment import clean_text, split_sentences
 
 if TYPE_CHECKING:  # the web stack is imported only when an app is made, so `enzh --help` needs none of it
     from fastapi import FastAPI, Request
     from pydantic import BaseModel, ValidationError
     from starlette.responses import Response
 
-logger = logging.getLogger("enzh.server")
+logger = logging.getLogger("enzh.serve.app")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 WARMUP_TEXT = "The weather is nice today."
@@ -502,7 +502,7 @@ class Service:
             logger.exception("loading the model failed")
 
     def _load(self) -> Any:
-        from enzh.translator import Translator
+        from enzh.runtime.translator import Translator
 
         return Translator.load(
             self.options.model_dir,
@@ -680,10 +680,10 @@ def _model_name(translator: Any) -> str:
     manifest = getattr(translator, "manifest", None)
     if manifest is None:
         return type(translator).__name__
-    from enzh.default_model import DEMO_SOURCE
+    from enzh.runtime.default_model import DEMO_NAME, is_default_model
 
     source = str(manifest.source.get("id") or "")
-    name = "enzh-demo" if source and Path(source) == DEMO_SOURCE else (source or Path(translator.directory).name)
+    name = DEMO_NAME if is_default_model(translator.directory) else (source or Path(translator.directory).name)
     return f"{name} ({manifest.precision})"
 
 
@@ -826,7 +826,7 @@ def _form_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_app(options: ServeOptions | None = None, translator: Any = None) -> "FastAPI":
-    """The ASGI app. ``translator``: an already loaded :class:`enzh.translator.Translator` (else loaded from
+    """The ASGI app. ``translator``: an already loaded :class:`enzh.runtime.translator.Translator` (else loaded from
     ``options.model_dir`` in the background after start-up; /readyz says when it is ready)."""
     try:
         from fastapi import FastAPI, Request
@@ -1093,10 +1093,10 @@ def serve(options: ServeOptions, log_level: str = "info") -> None:
     import uvicorn
 
     if options.model_dir is None:
-        from enzh.default_model import default_model_dir
+        from enzh.runtime.default_model import default_model_dir
 
-        options = dataclasses.replace(options, model_dir=str(default_model_dir()))  # export once, before any worker
-    from enzh.manifest import Manifest
+        options = dataclasses.replace(options, model_dir=str(default_model_dir()))
+    from enzh.runtime.manifest import Manifest
 
     Manifest.load(Path(options.model_dir or ".")).verify_files(Path(options.model_dir or "."), check_hashes=False)
     common: dict[str, Any] = dict(
@@ -1108,7 +1108,7 @@ def serve(options: ServeOptions, log_level: str = "info") -> None:
     )
     if options.workers > 1:
         os.environ[_ENV_OPTIONS] = json.dumps(dataclasses.asdict(options))
-        uvicorn.run("enzh.server:app_from_env", factory=True, workers=options.workers, **common)
+        uvicorn.run("enzh.serve.app:app_from_env", factory=True, workers=options.workers, **common)
     else:
         uvicorn.run(create_app(options), **common)
 
@@ -1119,7 +1119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m enzh.server`` = ``enzh serve``."""
+    """``python -m enzh.serve.app`` = ``enzh serve``."""
     parser = argparse.ArgumentParser(prog="enzh serve")
     add_serve_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["serve", *(argv if argv is not None else sys.argv[1:])])

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from enzh.bench import add_bench_parser, cmd_bench
-from enzh.options import positive_int
-from enzh.server import add_serve_parser, cmd_serve
+from enzh.runtime.options import positive_int
+from enzh.serve.app import add_serve_parser, cmd_serve
+from enzh.tools.bench import add_bench_parser, cmd_bench
 
 logger = logging.getLogger("enzh")
 
@@ -128,8 +128,8 @@ def _quantize_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from enzh.export import ExportOptions
-    from enzh.quantize import export_variant
+    from enzh.export.pipeline import ExportOptions
+    from enzh.quantize.pipeline import export_variant
 
     manifest = export_variant(
         args.source,
@@ -149,13 +149,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:
-    from enzh.quantize import quantize
+    from enzh.quantize.pipeline import quantize
 
     settings = _quantize_settings(args)
     if (args.shortlist is None) != (args.shortlist_corpus is None):
         raise ValueError("--shortlist N and --shortlist-corpus FILE go together: the shortlist is counted on FILE")
     if args.shortlist:
-        from enzh.quantize import corpus_shortlist
+        from enzh.quantize.pipeline import corpus_shortlist
 
         with open(args.shortlist_corpus, encoding="utf-8") as corpus:
             lines = [line.rstrip("\n").split("\t")[-1] for line in corpus]
@@ -167,7 +167,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from enzh.translator import Translator
+    from enzh.runtime.translator import Translator
 
     translator = Translator.load(args.model, intra_op_threads=args.threads)
     texts = args.texts if args.texts else _read_lines(sys.stdin)
@@ -180,7 +180,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from enzh.validate import validate_directory
+    from enzh.export.validate import validate_directory
 
     sentences = None
     if args.sentences:
@@ -206,8 +206,8 @@ def cmd_train_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from enzh.evaluate import HEADER, evaluate, load_pairs
-    from enzh.translator import Translator
+    from enzh.runtime.translator import Translator
+    from enzh.tools.evaluate import HEADER, evaluate, load_pairs
 
     translator = Translator.load(args.model)
     pairs = load_pairs(args.test, args.limit)
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"enzh {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
-        from enzh.manifest import ModelDirError
+        from enzh.runtime.manifest import ModelDirError
 
         name = type(exc).__name__
         if isinstance(exc, ModelDirError) or name in ("ExportError", "QuantizeError"):

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from enzh.translator import Translator
+from enzh.runtime.translator import Translator
 
 
 @dataclass(frozen=True)

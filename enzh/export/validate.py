@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from enzh.batching import pad_batch
-from enzh.manifest import Manifest
-from enzh.options import RuntimeOptions
-from enzh.sessions import ModelSessions
+from enzh.runtime.batching import pad_batch
+from enzh.runtime.manifest import Manifest
+from enzh.runtime.options import RuntimeOptions
+from enzh.runtime.sessions import ModelSessions
 
 SENTENCES = [
     "The weather is nice today.",
@@ -177,7 +177,7 @@ def check_tokens(
     """Greedy and beam token ids of the ONNX translator vs ``model.generate()``, batched and one by one."""
     import torch
 
-    from enzh.translator import Translator
+    from enzh.runtime.translator import Translator
 
     translator = Translator.load(directory, verify_hashes=False)
     token = translator.adapter.resolve_target(None)
@@ -222,7 +222,7 @@ def _strip(row: list[int], eos: int) -> tuple[int, ...]:
 def validate_directory(
     directory: str | Path, source: str, *, atol: float = 1e-4, sentences: list[str] | None = None
 ) -> ValidationReport:
-    from enzh.export import load_model, resolve_source
+    from enzh.export.pipeline import load_model, resolve_source
 
     local, _, _ = resolve_source(source)
     model = load_model(local)

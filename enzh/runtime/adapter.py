@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from enzh.options import DecodingSettings
+from enzh.runtime.options import DecodingSettings
 
 # Marian source sentences may start with a target-language token such as ">>cmn_Hans<<".
 LANGUAGE_TOKEN = re.compile(r">>[^<>\s]+<<")

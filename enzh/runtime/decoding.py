@@ -28,7 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
-from enzh.options import DecodingSettings
+from enzh.runtime.options import DecodingSettings
 
 # HF's stand-in for "impossible" in beam bookkeeping (exactly representable in float32).
 _IMPOSSIBLE = np.float32(-1.0e9)

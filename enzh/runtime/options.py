@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from enzh.runtime.errors import require
+
 
 def positive_int(value: str) -> int:
     """argparse type for the command-line options that take a count (``--repeats 3``, ``--threads 2``)."""
@@ -19,11 +21,6 @@ def positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
     return number
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,23 +46,23 @@ class DecodingSettings:
     min_length: int = 0
 
     def __post_init__(self) -> None:
-        _check(
+        require(
             self.max_length >= 2,
             f"max_length must be >= 2 (start token + one generated), got {self.max_length}",
         )
-        _check(self.num_beams >= 1, f"num_beams must be >= 1, got {self.num_beams}")
-        _check(
+        require(self.num_beams >= 1, f"num_beams must be >= 1, got {self.num_beams}")
+        require(
             self.early_stopping in (True, False, "never"),
             f"early_stopping must be True, False or 'never', got {self.early_stopping!r}",
         )
-        _check(
+        require(
             self.no_repeat_ngram_size >= 0,
             f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}",
         )
-        _check(self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}")
-        _check(self.min_length >= 0, f"min_length must be >= 0, got {self.min_length}")
+        require(self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        require(self.min_length >= 0, f"min_length must be >= 0, got {self.min_length}")
         object.__setattr__(self, "bad_words_ids", tuple(tuple(int(t) for t in seq) for seq in self.bad_words_ids))
-        _check(all(len(seq) > 0 for seq in self.bad_words_ids), "bad_words_ids must not contain empty sequences")
+        require(all(len(seq) > 0 for seq in self.bad_words_ids), "bad_words_ids must not contain empty sequences")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,14 +80,14 @@ class RuntimeOptions:
     max_batch_size: int = 64
 
     def __post_init__(self) -> None:
-        _check(
+        require(
             self.intra_op_threads >= 0,
             f"intra_op_threads must be >= 0 (0 = all cores), got {self.intra_op_threads}",
         )
-        _check(self.inter_op_threads >= 1, f"inter_op_threads must be >= 1, got {self.inter_op_threads}")
-        _check(len(self.providers) > 0, "providers must name at least one ONNX Runtime execution provider")
-        _check(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
-        _check(self.max_batch_size >= 1, f"max_batch_size must be >= 1, got {self.max_batch_size}")
+        require(self.inter_op_threads >= 1, f"inter_op_threads must be >= 1, got {self.inter_op_threads}")
+        require(len(self.providers) > 0, "providers must name at least one ONNX Runtime execution provider")
+        require(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
+        require(self.max_batch_size >= 1, f"max_batch_size must be >= 1, got {self.max_batch_size}")
         object.__setattr__(self, "providers", tuple(self.providers))
 
 
@@ -103,8 +100,8 @@ class TranslateOptions:
     target: str | None = None
 
     def __post_init__(self) -> None:
-        _check(self.beam_size is None or self.beam_size >= 1, f"beam_size must be >= 1, got {self.beam_size}")
-        _check(
+        require(self.beam_size is None or self.beam_size >= 1, f"beam_size must be >= 1, got {self.beam_size}")
+        require(
             self.max_new_tokens is None or self.max_new_tokens >= 1,
             f"max_new_tokens must be >= 1, got {self.max_new_tokens}",
         )

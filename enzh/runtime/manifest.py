@@ -9,14 +9,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from enzh.runtime.errors import ModelDirError
+
 MANIFEST = "manifest.json"
 FORMAT = "enzh-model"
 FORMAT_VERSION = 2  # 2: decoder with GroupQueryAttention cache, per-sentence cross keys/values, top-k output
 PRECISIONS = ("fp32", "fp16", "int8", "int4")
-
-
-class ModelDirError(Exception):
-    """The model directory is missing, incomplete, corrupted or of an unknown format."""
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -1,7 +1,7 @@
 """Load benchmark of the HTTP service: N clients for T seconds, with and without dynamic batching.
 
-    python -m enzh.server_bench --clients 1,4,16 --seconds 20          # starts its own servers
-    python -m enzh.server_bench --url http://127.0.0.1:8000 --clients 16    # an already running server
+    python -m enzh.tools.server_bench --clients 1,4,16 --seconds 20          # starts its own servers
+    python -m enzh.tools.server_bench --url http://127.0.0.1:8000 --clients 16    # an already running server
 
 Each client sends one request, waits for the answer, and sends the next (closed loop). Requests hold 1 to 4
 sentences from the demo model's held-out set. Reports throughput (requests and sentences per second), latency
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from enzh.default_model import DEMO_SOURCE
+from enzh.runtime.default_model import DEMO_TEST_SET
 
 
 @dataclass
@@ -78,7 +78,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def workload(seed: int = 0) -> list[tuple[str, int]]:
     """Requests of 1 to 4 held-out sentences: (text, sentence count)."""
-    lines = (DEMO_SOURCE / "test.tsv").read_text(encoding="utf-8").splitlines()
+    lines = DEMO_TEST_SET.read_text(encoding="utf-8").splitlines()
     english = [line.split("\t")[0] for line in lines]
     rng = random.Random(seed)
     out = []
@@ -179,7 +179,7 @@ class _Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "enzh.server", "--port", str(self.port), "--log-level", "warning", *extra],
+            [sys.executable, "-m", "enzh.serve.app", "--port", str(self.port), "--log-level", "warning", *extra],
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
 
@@ -208,7 +208,7 @@ class _Server:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m enzh.server_bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m enzh.tools.server_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="benchmark this running server instead of starting servers")
     parser.add_argument("--model", help="model directory for the servers started here (default: the demo model)")
     parser.add_argument("--clients", default="1,4,16", help="comma-separated client counts (default 1,4,16)")

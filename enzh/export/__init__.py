@@ -1,0 +1,1 @@
+"""The exporter: HuggingFace Marian model -> enzh model directory (needs the ``[export]`` extra)."""

@@ -1,0 +1,46 @@
+"""Optional dependencies in one place: importing one that is missing names the extra that installs it."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from enzh.runtime.errors import MissingExtraError
+
+# Top-level module -> the enzh-onnx extra that installs it.
+EXTRAS = {
+    "torch": "export",
+    "transformers": "export",
+    "onnx": "export",
+    "safetensors": "export",
+    "huggingface_hub": "export",
+    "tqdm": "export",
+    "sacrebleu": "demo",
+    "ctranslate2": "bench",
+    "matplotlib": "bench",
+    "fastapi": "serve",
+    "starlette": "serve",
+    "uvicorn": "serve",
+    "prometheus_client": "serve",
+    "httpx": "serve",
+}
+
+
+def import_optional(module: str, purpose: str) -> ModuleType:
+    """Import ``module`` (e.g. ``"torch"``) or raise :class:`MissingExtraError` naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        top = module.split(".")[0]
+        extra = EXTRAS.get(top)
+        fix = f"pip install 'enzh-onnx[{extra}]'" if extra else f"pip install {top}"
+        raise MissingExtraError(f"{purpose} needs {top}, which is not installed: {fix}") from exc
+
+
+def has_module(module: str) -> bool:
+    """True when ``module`` can be imported (without importing it when it is already known missing)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,1 @@
+"""The HTTP service (needs the ``[serve]`` extra): options, cross-request scheduler, app factory, web page."""

@@ -1,0 +1,1 @@
+"""Measurement tools above the library: benchmarks, the server load benchmark, evaluation, reports."""
