@@ -49,13 +49,12 @@ from onnx import TensorProto, helper, numpy_helper
 from enzh import __version__
 from enzh.export.graph import ALIGN, WEIGHTS_FILE, WeightStore, half_precision_cache, sinusoidal_positions
 from enzh.runtime.errors import QuantizeError
-from enzh.runtime.manifest import Manifest, describe_files
+from enzh.runtime.manifest import CACHES, PRECISIONS, Manifest, describe_files
 
 logger = logging.getLogger("enzh")
 
 MS_DOMAIN = "com.microsoft"
 QUANTIZED = ("int8", "int4")
-PRECISIONS = ("fp32", "int8", "int4", "fp16")
 # Defaults per precision, chosen by measurement (docs/precision.md).
 DEFAULT_BLOCK_SIZE = {"int8": 128, "int4": 64}
 DEFAULT_ACCURACY_LEVEL = {"int8": 4, "int4": 4}
@@ -64,7 +63,6 @@ DEFAULT_ACCURACY_LEVEL = {"int8": 4, "int4": 4}
 DEFAULT_EMBEDDING = {"int8": "channels"}
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 SMALL_ALIGN = 64  # alignment of tensors smaller than a page in weights.bin
-CACHES = ("float32", "float16")  # element type of the decoder's self-attention cache
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
 EMBEDDINGS = ("quantized", "channels", "float")
 

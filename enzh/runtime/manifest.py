@@ -14,7 +14,8 @@ from enzh.runtime.errors import ModelDirError
 MANIFEST = "manifest.json"
 FORMAT = "enzh-model"
 FORMAT_VERSION = 2  # 2: decoder with GroupQueryAttention cache, per-sentence cross keys/values, top-k output
-PRECISIONS = ("fp32", "fp16", "int8", "int4")
+PRECISIONS = ("fp32", "int8", "int4", "fp16")  # weights of a model directory (export/quantize --precision)
+CACHES = ("float32", "float16")  # element type of the decoder's self-attention cache (--cache)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -6,21 +6,9 @@ where it is made, with a message that names the accepted values.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from enzh.runtime.errors import require
-
-
-def positive_int(value: str) -> int:
-    """argparse type for the command-line options that take a count (``--repeats 3``, ``--threads 2``)."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -42,9 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from enzh.cli.common import positive_int  # (moves with the parser to enzh/cli/bench.py)
 from enzh.demo import HF_MODEL_DIR
 from enzh.runtime.default_model import DEMO_TEST_SET
-from enzh.runtime.options import positive_int
 
 SCHEMA = "enzh-bench/1"
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -1,0 +1,46 @@
+"""``enzh quantize FP32_DIR OUT_DIR --precision int8|int4|fp16``: derive a precision variant."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from enzh.cli.common import add_precision_flags, positive_int, quantize_settings
+from enzh.runtime.errors import OptionsError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("quantize", help="derive an int8, int4 or fp16 variant from an fp32 model directory")
+    p.add_argument("model_dir", metavar="DIR", help="fp32 model directory written by `enzh export`")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="directory to write (must be empty unless --force)")
+    p.add_argument("--force", action="store_true", help="overwrite a non-empty OUT_DIR")
+    add_precision_flags(p, default=None)
+    p.add_argument(
+        "--shortlist",
+        type=positive_int,
+        metavar="N",
+        help="int8/int4 only: every decoder step scores only the N target pieces most frequent in "
+        "--shortlist-corpus (plus eos and unk); faster, changes translations (default: the whole vocabulary)",
+    )
+    p.add_argument(
+        "--shortlist-corpus",
+        metavar="FILE",
+        help="target-language text for --shortlist, one sentence per line (of a TAB-separated line, the last field)",
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from enzh.quantize.pipeline import corpus_shortlist, quantize
+
+    settings = quantize_settings(args)
+    if (args.shortlist is None) != (args.shortlist_corpus is None):
+        raise OptionsError("--shortlist N and --shortlist-corpus FILE go together: the shortlist is counted on FILE")
+    if args.shortlist:
+        with open(args.shortlist_corpus, encoding="utf-8") as corpus:
+            lines = [line.rstrip("\n").split("\t")[-1] for line in corpus]
+        settings["shortlist_ids"] = corpus_shortlist(args.model_dir, lines, args.shortlist)
+    manifest = quantize(args.model_dir, args.out_dir, force=args.force, **settings)  # type: ignore[arg-type]
+    total = sum(f["size"] for f in manifest.files.values())
+    print(f"quantized {args.model_dir} -> {args.out_dir} ({total / 1e6:.1f} MB, {manifest.precision})")
+    return 0
