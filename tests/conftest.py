@@ -7,7 +7,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from models import build_tiny_marian
 
 # Tiny random Marian variants: (name, MarianConfig overrides, eos_bias). Sentences finish at different steps
 # when the eos logit is boosted; without it most run to the length limit.
@@ -46,6 +45,8 @@ def tiny_source(tmp_path_factory: pytest.TempPathFactory):
     cache: dict[str, Path] = {}
 
     def get(name: str = "base") -> Path:
+        from models import build_tiny_marian  # torch: imported only by tests that build models
+
         if name not in cache:
             overrides, eos_bias = TINY_VARIANTS[name]
             cache[name] = build_tiny_marian(tmp_path_factory.mktemp(f"hf-{name}"), eos_bias=eos_bias, **overrides)

@@ -17,20 +17,17 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from enzh import __version__
 from enzh.export.graph import (
     WEIGHTS_FILE,
-    MarianArch,
     WeightStore,
     build_decoder,
     build_encoder,
     pad_self_attention,
-    sinusoidal_positions,
 )
+from enzh.export.marian import architecture, collect_weights, generation_defaults
+from enzh.export.source import check_tokenizer_files, load_model, resolve_source
 from enzh.runtime.adapter import LANGUAGE_TOKEN, default_language_token
 from enzh.runtime.errors import ExportError
 from enzh.runtime.manifest import MANIFEST, Manifest, describe_files
@@ -38,21 +35,8 @@ from enzh.runtime.progress import progress_steps
 
 logger = logging.getLogger("enzh")
 
-TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 VOCAB_FILE = "vocab.json.gz"  # the vocabulary as compact gzipped JSON: 65k pieces take 0.5 MB instead of 1.6 MB
 OPTIONAL_FILES = ("tokenizer_config.json", "README.md")
-GENERATION_KEYS = (
-    "num_beams",
-    "max_length",
-    "length_penalty",
-    "early_stopping",
-    "bad_words_ids",
-    "renormalize_logits",
-    "forced_eos_token_id",
-    "no_repeat_ngram_size",
-    "repetition_penalty",
-    "min_length",
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,154 +49,6 @@ class ExportOptions:
     progress: bool = True
     # Recorded in manifest.json as the source id instead of the resolved directory or hub id.
     source_id: str | None = None
-
-
-def resolve_source(source: str, revision: str | None = None) -> tuple[Path, str, str | None]:
-    """Return (local directory, source id, revision) for a local model directory or a hub model id."""
-    path = Path(source)
-    if path.is_dir():
-        return path, str(path.resolve()), revision
-    if path.exists():
-        raise ExportError(f"SOURCE {source} is a file; pass a HuggingFace model directory or a hub id")
-    try:
-        from huggingface_hub import snapshot_download
-
-        local = snapshot_download(
-            source,
-            revision=revision,
-            allow_patterns=["*.json", "*.spm", "*.safetensors", "*.bin", "*.md"],
-        )
-    except Exception as exc:  # hub errors come in many types (offline, 404, auth)
-        raise ExportError(
-            f"could not fetch {source!r} from the HuggingFace hub ({type(exc).__name__}: {exc}). "
-            "Check the model id and your network, or download the model elsewhere and pass its directory."
-        ) from exc
-    resolved = Path(local)
-    return resolved, source, revision or resolved.name
-
-
-def load_model(directory: Path) -> Any:
-    from transformers import MarianMTModel
-
-    try:
-        model = MarianMTModel.from_pretrained(directory, dtype="float32")
-    except Exception as exc:
-        raise ExportError(
-            f"could not load a MarianMTModel from {directory} ({type(exc).__name__}: {exc}). "
-            "enzh exports Marian models (config model_type 'marian') such as Helsinki-NLP/opus-mt-en-zh."
-        ) from exc
-    model.eval()
-    return model
-
-
-def architecture(config: Any) -> MarianArch:
-    # HF Marian is always post-norm with no embedding layer norm; refuse configs that claim otherwise.
-    if getattr(config, "normalize_before", False):
-        raise ExportError("config.normalize_before=True (pre-norm) is not what MarianMTModel computes; unsupported")
-    target_vocab = config.vocab_size if config.share_encoder_decoder_embeddings else config.decoder_vocab_size
-    return MarianArch(
-        d_model=config.d_model,
-        encoder_layers=config.encoder_layers,
-        decoder_layers=config.decoder_layers,
-        encoder_heads=config.encoder_attention_heads,
-        decoder_heads=config.decoder_attention_heads,
-        activation=config.activation_function,
-        scale_embedding=bool(config.scale_embedding),
-        max_positions=config.max_position_embeddings,
-        source_vocab_size=config.vocab_size,
-        target_vocab_size=target_vocab,
-    )
-
-
-def collect_weights(model: Any, arch: MarianArch, store: WeightStore) -> tuple[str, str, str]:
-    """Copy the model's weights into ``store`` under enzh names. Returns (encoder embed, decoder embed, lm head).
-
-    Tensors that are the same (tied parameters or equal contents) are stored once.
-    """
-
-    def t(tensor: Any) -> np.ndarray:
-        return tensor.detach().cpu().numpy().astype(np.float32, copy=False)
-
-    def linear(prefix: str, modules: list[Any], scale: float = 1.0) -> None:
-        # torch Linear keeps W as [out, in]; the graphs multiply x @ W, so store W^T, fused along outputs.
-        store.add(f"{prefix}.w", np.concatenate([t(m.weight).T for m in modules], axis=1) * np.float32(scale))
-        store.add(f"{prefix}.b", np.concatenate([t(m.bias) for m in modules]) * np.float32(scale))
-
-    def norm(prefix: str, module: Any) -> None:
-        store.add(f"{prefix}.g", t(module.weight))
-        store.add(f"{prefix}.b", t(module.bias))
-
-    def qkv(prefix: str, attn: Any) -> None:
-        # One fused [d, 3d] projection; the attention scale head_dim**-0.5 is folded into its query part.
-        linear(prefix, [attn.q_proj, attn.k_proj, attn.v_proj])
-        store.arrays[f"{prefix}.w"][:, : arch.d_model] *= np.float32(attn.scaling)
-        store.arrays[f"{prefix}.b"][: arch.d_model] *= np.float32(attn.scaling)
-
-    base = model.model
-    enc_embed = t(base.encoder.embed_tokens.weight)
-    dec_embed = t(base.decoder.embed_tokens.weight)
-    head = t(model.lm_head.weight)
-    store.add("embed_tokens", enc_embed)
-    dec_name = "embed_tokens" if np.array_equal(enc_embed, dec_embed) else store.add("decoder.embed_tokens", dec_embed)
-    if np.array_equal(head, dec_embed):
-        head_name = dec_name
-    elif np.array_equal(head, enc_embed):
-        head_name = "embed_tokens"
-    else:
-        head_name = store.add("lm_head", head)
-    store.add("final_logits_bias", t(model.final_logits_bias).reshape(-1))
-    positions = t(base.encoder.embed_positions.weight)
-    expected = sinusoidal_positions(arch.max_positions, arch.d_model)
-    if not np.allclose(positions, expected, atol=1e-5):
-        raise ExportError("the model's position embeddings are not Marian's static sinusoids; unsupported model")
-    store.add("positions", positions)
-
-    for i, layer in enumerate(base.encoder.layers):
-        qkv(f"encoder.{i}.qkv", layer.self_attn)
-        a = layer.self_attn
-        linear(f"encoder.{i}.out", [a.out_proj])
-        norm(f"encoder.{i}.attn_ln", layer.self_attn_layer_norm)
-        linear(f"encoder.{i}.fc1", [layer.fc1])
-        linear(f"encoder.{i}.fc2", [layer.fc2])
-        norm(f"encoder.{i}.ffn_ln", layer.final_layer_norm)
-    for i, layer in enumerate(base.decoder.layers):
-        a, c = layer.self_attn, layer.encoder_attn
-        qkv(f"decoder.{i}.qkv", a)
-        linear(f"decoder.{i}.out", [a.out_proj])
-        norm(f"decoder.{i}.attn_ln", layer.self_attn_layer_norm)
-        linear(f"decoder.{i}.cross_q", [c.q_proj], c.scaling)
-        linear(f"decoder.{i}.cross_kv", [c.k_proj, c.v_proj])
-        linear(f"decoder.{i}.cross_out", [c.out_proj])
-        norm(f"decoder.{i}.cross_ln", layer.encoder_attn_layer_norm)
-        linear(f"decoder.{i}.fc1", [layer.fc1])
-        linear(f"decoder.{i}.fc2", [layer.fc2])
-        norm(f"decoder.{i}.ffn_ln", layer.final_layer_norm)
-    return "embed_tokens", dec_name, head_name
-
-
-def generation_defaults(model: Any, pad_id: int) -> dict[str, Any]:
-    gen = model.generation_config
-    values = {key: getattr(gen, key, None) for key in GENERATION_KEYS}
-    defaults = {
-        "num_beams": 1,
-        "length_penalty": 1.0,
-        "early_stopping": False,
-        "renormalize_logits": False,
-        "no_repeat_ngram_size": 0,
-        "repetition_penalty": 1.0,
-        "min_length": 0,
-    }
-    for key, value in defaults.items():
-        if values[key] is None:
-            values[key] = value
-    if values["max_length"] is None:
-        values["max_length"] = model.config.max_position_embeddings
-    # Pad is the decoder start token of Marian and must never be generated, even if generation_config forgets.
-    bad = [list(seq) for seq in (values["bad_words_ids"] or [])]
-    if [pad_id] not in bad:
-        bad.append([pad_id])
-    values["bad_words_ids"] = bad
-    return values
 
 
 def package_versions() -> dict[str, str]:
@@ -257,12 +93,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
     with progress_steps(steps, enabled=options.progress, desc="export") as step:
         step("load model")
         local, source_id, revision = resolve_source(source, options.revision)
-        missing = [name for name in TOKENIZER_FILES if not (local / name).is_file()]
-        if missing:
-            raise ExportError(
-                f"{local} lacks tokenizer file(s) {', '.join(missing)}; a Marian model directory holds "
-                f"{', '.join(TOKENIZER_FILES)} next to config.json"
-            )
+        check_tokenizer_files(local)
         model = load_model(local)
         config = model.config
         arch = architecture(config)
@@ -335,7 +166,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             logger.info("%s", report.format())
             if not report.ok:
                 raise ExportError(
-                    f"the exported graphs differ from PyTorch beyond atol={options.atol}:\n{report.format()}\n"
+                    f"the exported graphs differ from PyTorch beyond float32 noise:\n{report.format()}\n"
                     f"The files are left in {out_dir} for inspection."
                 )
     return manifest

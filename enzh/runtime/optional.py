@@ -14,7 +14,6 @@ EXTRAS = {
     "onnx": "export",
     "safetensors": "export",
     "huggingface_hub": "export",
-    "tqdm": "export",
     "sacrebleu": "demo",
     "ctranslate2": "bench",
     "matplotlib": "bench",

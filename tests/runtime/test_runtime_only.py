@@ -1,0 +1,100 @@
+"""What a runtime-only install (``pip install enzh-onnx``, no extras) must do with the embedded demo model.
+
+These tests import nothing but the runtime: scripts/test_runtime_only.sh runs them in a fresh virtual
+environment without torch, transformers or onnx; the main suite runs them too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from enzh import Translator
+from enzh.runtime.default_model import DEMO_DIR, default_model_dir
+from enzh.runtime.errors import EnzhError, ModelDirError, OptionsError
+
+README_FIVE = {
+    "The weather is nice today.": "今天天气很好。",
+    "I would like a cup of coffee.": "我想要一杯咖啡。",
+    "The meeting has been postponed.": "会议已被推迟。",
+    "Where is the train station?": "车站在哪里？",
+    "My brother is taller than me.": "我哥哥比我高。",
+}
+
+
+@pytest.fixture(scope="module")
+def demo() -> Translator:
+    return Translator.load()
+
+
+def test_the_default_is_the_shipped_directory(demo):
+    assert default_model_dir() == DEMO_DIR
+    assert demo.directory == DEMO_DIR
+    assert demo.manifest.source["id"] == "enzh-demo"
+    assert demo.manifest.precision == "fp32"
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_readme_sentences(demo, beam_size):
+    assert demo.translate(list(README_FIVE), beam_size=beam_size) == list(README_FIVE.values())
+
+
+def test_blank_and_odd_input(demo):
+    out = demo.translate(["", "   ", "The weather is nice today.", "\ud800 broken surrogate"], beam_size=1)
+    assert out[:3] == ["", "", "今天天气很好。"]
+    assert isinstance(out[3], str)
+
+
+def test_bad_arguments_are_clear_errors(demo):
+    with pytest.raises(TypeError, match="wrap it: translate"):
+        demo.translate("The weather is nice today.")  # type: ignore[arg-type]
+    with pytest.raises(OptionsError, match="beam_size must be >= 1"):
+        demo.translate(["x"], beam_size=0)
+    assert issubclass(OptionsError, EnzhError) and issubclass(OptionsError, ValueError)
+
+
+def test_a_changed_file_is_named_on_load(tmp_path):
+    copy = tmp_path / "demo"
+    shutil.copytree(DEMO_DIR, copy)
+    data = bytearray((copy / "decoder.onnx").read_bytes())
+    data[-1] ^= 0xFF
+    (copy / "decoder.onnx").write_bytes(bytes(data))
+    with pytest.raises(ModelDirError, match="decoder.onnx: sha256 does not match the manifest"):
+        Translator.load(copy)
+
+
+def test_translating_imports_no_heavy_module():
+    code = (
+        "import sys, enzh\n"
+        "enzh.Translator.load().translate(['The weather is nice today.'], beam_size=2)\n"
+        "heavy = [m for m in ('torch', 'transformers', 'onnx', 'fastapi') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_cli_reads_stdin(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "enzh", "translate", "--beam-size", "1"],
+        input="The weather is nice today.\nWhere is the train station?\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.splitlines() == ["今天天气很好。", "车站在哪里？"]
+
+
+def test_cli_error_is_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "enzh", "translate", "--model", str(tmp_path / "none"), "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("enzh translate: error: ") and len(result.stderr.strip().splitlines()) == 1
