@@ -69,8 +69,8 @@ def test_runtime_never_imports_heavy_frameworks(tiny_export, module):
 
 
 def test_quantize_flags_match_quantize_settings():
-    """`enzh quantize`/`export` offer exactly the precisions and caches enzh.quantize.pipeline accepts."""
-    from enzh.quantize.pipeline import CACHES, PRECISIONS
+    """`enzh quantize`/`export` offer exactly the precisions and caches enzh.quantize.settings accepts."""
+    from enzh.quantize.settings import CACHES, PRECISIONS
 
     commands = next(a for a in build_parser()._subparsers._actions if a.dest == "command").choices  # type: ignore[union-attr]
     for name, precisions in (("quantize", set(PRECISIONS) - {"fp32"}), ("export", set(PRECISIONS))):

@@ -31,7 +31,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from enzh.quantize.pipeline import corpus_shortlist, quantize
+    from enzh.quantize.pipeline import quantize
+    from enzh.quantize.shortlist import corpus_shortlist
 
     settings = quantize_settings(args)
     if (args.shortlist is None) != (args.shortlist_corpus is None):

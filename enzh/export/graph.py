@@ -33,7 +33,7 @@ from onnx import TensorProto, helper
 OPSET = 17
 ALIGN = 4096  # page-aligned tensors let ONNX Runtime memory-map weights.bin instead of copying it
 WEIGHTS_FILE = "weights.bin"
-MS_DOMAIN = "com.microsoft"  # ONNX Runtime's contrib operators (GroupQueryAttention)
+MS_DOMAIN = "com.microsoft"  # ONNX Runtime's contrib operators (fused attention; quantized MatMul and Gather)
 
 _ACTIVATIONS = ("swish", "silu", "relu", "gelu")
 
@@ -116,6 +116,15 @@ class WeightStore:
             entry = tensor.external_data.add()
             entry.key, entry.value = key, value
         return tensor
+
+
+def shared_initializers(first: onnx.ModelProto, second: onnx.ModelProto, store: WeightStore) -> dict[str, Any]:
+    """The weights of ``store`` that both graphs read, name -> :meth:`WeightStore.layout`, in ``first``'s
+    initializer order: ``manifest.shared_initializers``, which the runtime maps once for both sessions."""
+    in_second = {t.name for t in second.graph.initializer}
+    return {
+        t.name: store.layout(t.name) for t in first.graph.initializer if t.name in in_second and t.name in store.arrays
+    }
 
 
 @dataclass

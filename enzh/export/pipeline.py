@@ -18,16 +18,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from enzh import __version__
 from enzh.export.graph import (
     WEIGHTS_FILE,
     WeightStore,
     build_decoder,
     build_encoder,
     pad_self_attention,
+    shared_initializers,
 )
 from enzh.export.marian import architecture, collect_weights, generation_defaults
 from enzh.export.source import check_tokenizer_files, load_model, resolve_source
+from enzh.export.versions import package_versions
 from enzh.runtime.adapter import LANGUAGE_TOKEN, default_language_token
 from enzh.runtime.errors import ExportError
 from enzh.runtime.manifest import MANIFEST, Manifest, describe_files
@@ -49,26 +50,6 @@ class ExportOptions:
     progress: bool = True
     # Recorded in manifest.json as the source id instead of the resolved directory or hub id.
     source_id: str | None = None
-
-
-def package_versions() -> dict[str, str]:
-    import onnx
-    import torch
-    import transformers
-
-    versions = {
-        "enzh": __version__,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "onnx": onnx.__version__,
-    }
-    try:
-        import onnxruntime
-
-        versions["onnxruntime"] = onnxruntime.__version__
-    except ImportError:
-        pass
-    return versions
 
 
 def prepare_out_dir(out_dir: Path, force: bool, error: type[Exception] = ExportError) -> None:
@@ -123,8 +104,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             raise ExportError(f"--default-target {default!r} is not a language token of this model; have: {languages}")
         unk = vocab.get("<unk>", 1)
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
-        in_both = [t.name for t in encoder.graph.initializer if t.name in {i.name for i in decoder.graph.initializer}]
-        shared = {name: store.layout(name) for name in in_both if name in store.arrays}
+        shared = shared_initializers(encoder, decoder, store)
         files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", VOCAB_FILE]
         manifest = Manifest(
             model_type="marian",

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from enzh.export.samples import random_source_batches
 from enzh.runtime.batching import pad_batch
 from enzh.runtime.manifest import Manifest
 from enzh.runtime.options import RuntimeOptions
@@ -99,16 +100,9 @@ def _max_abs_diff(ours: np.ndarray, reference: np.ndarray) -> float:
 
 def _random_batches(vocab: int, pad: int, eos: int, max_positions: int, seed: int = 0) -> list[np.ndarray]:
     """Source batches with padding: batch sizes 1..4, lengths from 1 token up to the position limit."""
+    shapes = [(1, 1, 1), (3, 1, 7), (4, 1, 23), (2, 1, min(max_positions, 64)), (1, 1, max_positions)]
     rng = np.random.default_rng(seed)
-    batches = []
-    for batch, longest in ((1, 1), (3, 7), (4, 23), (2, min(max_positions, 64)), (1, max_positions)):
-        lengths = [longest, *rng.integers(1, longest + 1, size=batch - 1)]
-        ids = np.full((batch, longest), pad, dtype=np.int64)
-        for row, n in enumerate(lengths):
-            ids[row, : n - 1] = rng.integers(2, min(vocab, pad) - 1, size=n - 1)
-            ids[row, n - 1] = eos
-        batches.append(ids)
-    return batches
+    return list(random_source_batches(rng, shapes, pad=pad, eos=eos, high=min(vocab, pad) - 1, longest_first=True))
 
 
 def check_numerics(

@@ -97,7 +97,7 @@ class ModelSessions:
         self.cache_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self._cross_names = [n for i in range(self.layers) for n in (f"cross_key_{i}", f"cross_value_{i}")]
         self.vocab = int(arch["target_vocab_size"])
-        # A variant quantized with a shortlist scores only these token ids (enzh.quantize.QuantizeSettings);
+        # A variant quantized with a shortlist scores only these token ids (enzh.quantize.settings.QuantizeSettings);
         # its scores are spread over the whole vocabulary (-inf elsewhere) before the search sees them.
         ids = (manifest.quantization.get("shortlist") or {}).get("ids")
         self.shortlist = np.asarray(ids, dtype=np.int64) if ids else None

@@ -1,0 +1,116 @@
+"""The settings of a precision variant (everything that decides its bytes) and their measured defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from enzh.runtime.errors import QuantizeError
+from enzh.runtime.manifest import CACHES, PRECISIONS
+
+QUANTIZED = ("int8", "int4")
+# Defaults per precision, chosen by measurement (docs/precision.md).
+DEFAULT_BLOCK_SIZE = {"int8": 128, "int4": 64}
+DEFAULT_ACCURACY_LEVEL = {"int8": 4, "int4": 4}
+# int8 embedding: one scale per token and DynamicQuantizeMatMul for the output projection (measured with
+# `enzh bench`: faster than 8-bit MatMulNBits blocks from 16 rows on, e.g. batch 16 x beam 4, and 0.8 MB smaller).
+DEFAULT_EMBEDDING = {"int8": "channels"}
+BLOCK_SIZES = (16, 32, 64, 128, 256)
+LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
+EMBEDDINGS = ("quantized", "channels", "float")
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuantizeSettings:
+    """Everything that decides the bytes of a variant; recorded in manifest.json under ``quantization``.
+
+    * ``block_size``: MatMulNBits / GatherBlockQuantized block along the input dimension (16 ... 256).
+      For int8 it applies to the shared embedding (the linears use one scale per output channel) unless
+      ``linear_op="nbits"``; for int4 to every weight.
+    * ``accuracy_level``: MatMulNBits compute type (0 = default, 1 fp32, 2 fp16, 3 bf16, 4 int8 activations).
+    * ``linear_op`` (int8 only): ``dynamic`` = DynamicQuantizeMatMul, ``nbits`` = 8-bit MatMulNBits.
+    * ``embedding``: ``quantized`` (shared table in blocks, one copy: GatherBlockQuantized + MatMulNBits),
+      ``channels`` (int8 only: one scale per token, stored ``[d, V]`` once for the lookup and a
+      DynamicQuantizeMatMul output projection) or ``float`` (embedding and output projection kept fp32: larger,
+      for comparison).
+    * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
+      without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
+      on such CPUs; measured in docs/precision.md).
+    * ``shortlist_ids``: empty (default) scores the whole target vocabulary; token ids make the output
+      projection score only those (plus eos and unk): a smaller matrix in every decoder step, translations
+      restricted to those tokens (lossy, opt-in; :func:`enzh.quantize.shortlist.corpus_shortlist` picks the most
+      frequent pieces of a target-language corpus).
+    """
+
+    precision: str
+    block_size: int = 0
+    accuracy_level: int = 0
+    linear_op: str = "dynamic"
+    embedding: str = "quantized"
+    cache: str = "float32"
+    shortlist_ids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS or self.precision == "fp32":
+            raise QuantizeError(
+                f"precision {self.precision!r} is not a variant; choose one of int8, int4, fp16 "
+                "(fp32 is what `enzh export` writes)"
+            )
+        if self.precision in QUANTIZED:
+            if self.block_size not in BLOCK_SIZES:
+                raise QuantizeError(
+                    f"block_size must be one of {', '.join(map(str, BLOCK_SIZES))} (what ONNX Runtime's MatMulNBits "
+                    f"kernels accept), got {self.block_size}"
+                )
+            if self.accuracy_level not in (0, 1, 2, 3, 4):
+                raise QuantizeError(f"accuracy_level must be 0..4 (4 = int8 compute), got {self.accuracy_level}")
+        if self.linear_op not in LINEAR_OPS:
+            raise QuantizeError(f"linear_op must be one of {', '.join(LINEAR_OPS)}, got {self.linear_op!r}")
+        if self.embedding not in EMBEDDINGS:
+            raise QuantizeError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {self.embedding!r}")
+        object.__setattr__(self, "shortlist_ids", tuple(sorted({int(i) for i in self.shortlist_ids})))
+        if self.shortlist_ids and self.shortlist_ids[0] < 0:
+            raise QuantizeError(f"shortlist_ids must be token ids >= 0, got {self.shortlist_ids[0]}")
+        if self.cache not in CACHES:
+            raise QuantizeError(f"cache must be one of {', '.join(CACHES)}, got {self.cache!r}")
+        if self.embedding == "channels" and self.precision != "int8":
+            raise QuantizeError(
+                "embedding='channels' is an int8 layout; use 'quantized' or 'float' for other precisions"
+            )
+
+    @property
+    def bits(self) -> int:
+        return {"int8": 8, "int4": 4}.get(self.precision, 16)
+
+    @property
+    def quantized(self) -> bool:
+        """int8 or int4 (fp16 only changes the element type of the weights)."""
+        return self.precision in QUANTIZED
+
+    @classmethod
+    def make(
+        cls,
+        precision: str,
+        *,
+        block_size: int | None = None,
+        accuracy_level: int | None = None,
+        linear_op: str | None = None,
+        embedding: str | None = None,
+        cache: str | None = None,
+        shortlist_ids: Sequence[int] = (),
+    ) -> QuantizeSettings:
+        """Fill the per-precision defaults for every argument left as ``None``."""
+        if precision == "int4" and linear_op not in (None, "nbits"):
+            raise QuantizeError("int4 uses MatMulNBits for every linear layer; linear_op does not apply")
+        return cls(
+            precision=precision,
+            block_size=block_size if block_size is not None else DEFAULT_BLOCK_SIZE.get(precision, 0),
+            accuracy_level=accuracy_level if accuracy_level is not None else DEFAULT_ACCURACY_LEVEL.get(precision, 0),
+            linear_op=linear_op or ("nbits" if precision == "int4" else "dynamic"),
+            embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
+            cache=cache or "float32",
+            shortlist_ids=tuple(shortlist_ids),
+        )
+
+
+__all__ = ["DEFAULT_BLOCK_SIZE", "QUANTIZED", "QuantizeSettings"]

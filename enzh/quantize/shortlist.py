@@ -1,0 +1,120 @@
+"""Shortlists: a decoder whose output projection scores only some target tokens (lossy, opt-in).
+
+:func:`corpus_shortlist` picks the pieces most frequent in a target-language corpus; :func:`apply_shortlist`
+slices the quantized projection of a rewritten decoder down to those tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from enzh.quantize.rewrite import Rewritten
+from enzh.quantize.weights import AliasingWeightStore
+from enzh.runtime.errors import QuantizeError
+from enzh.runtime.manifest import Manifest
+
+logger = logging.getLogger("enzh")
+
+# (input, axis of its token dimension) of the weight, scales and bias of each quantized output projection
+_TOKEN_AXES = {
+    "DynamicQuantizeMatMul": ((1, 1), (2, 0), (4, 0)),  # B [d, V], one scale per column, bias [V]
+    "MatMulNBits": ((1, 0), (2, 0), (5, 0)),  # B [V, blocks, bytes], scales [V, blocks], bias [V]
+}
+
+
+def corpus_shortlist(model_dir: str | os.PathLike[str], texts: Iterable[str], size: int) -> list[int]:
+    """Token ids of the ``size`` target pieces most frequent in ``texts`` (target-language sentences, split by
+    the model directory's target.spm), plus eos and unk: the ``shortlist_ids`` of
+    :func:`enzh.quantize.pipeline.quantize`."""
+    from enzh.runtime.tokenizer import MarianTokenizer
+
+    directory = Path(model_dir)
+    tok = Manifest.load(directory).tokenizer
+    tokenizer = MarianTokenizer.from_dir(
+        directory, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+    )
+    ids = tokenizer.frequent_target_ids(texts, size)
+    if len(ids) < size + 2:
+        logger.warning("the corpus holds only %d distinct target pieces; the shortlist keeps all of them", len(ids) - 2)
+    return ids
+
+
+def scored_ids(manifest: Manifest, given: Sequence[int]) -> list[int]:
+    """The token ids a shortlisted decoder scores: ``given`` plus eos and unk, sorted; never pad."""
+    special = manifest.special_ids
+    vocab = int(manifest.architecture["target_vocab_size"])
+    bad = [i for i in given if i >= vocab or i == special["pad"]]
+    if bad:
+        raise QuantizeError(
+            f"shortlist_ids {bad[:5]} are not tokens the model may generate (vocabulary 0..{vocab - 1}, "
+            f"pad {special['pad']} excluded)"
+        )
+    ids = sorted({*given, special["eos"], special["unk"]})
+    if len(ids) >= vocab - 1:
+        raise QuantizeError(
+            f"the shortlist ({len(ids)} tokens) covers the whole {vocab}-token vocabulary; choose fewer tokens"
+        )
+    return ids
+
+
+def apply_shortlist(decoder: Rewritten, store: AliasingWeightStore, ids: list[int]) -> None:
+    """Make the decoder's output projection score only the tokens ``ids``: its weight columns (or rows), scales
+    and bias are sliced into new tensors, ``logits``/``log_probs`` become ``[rows, len(ids)]`` and ``top_ids``
+    are mapped back to vocabulary ids in the graph (the runtime spreads the scores over the whole vocabulary)."""
+    index = np.asarray(ids, dtype=np.int64)
+    projection = next((n for n in decoder.nodes if "logits" in n.output), None)
+    if projection is None or projection.op_type not in _TOKEN_AXES:
+        raise QuantizeError(
+            "shortlist needs a quantized output projection: int8 or int4 (not fp16, not embedding='float')"
+        )
+    for position, axis in _TOKEN_AXES[projection.op_type]:
+        if position < len(projection.input):
+            _slice_input(decoder, store, projection, position, axis, index)
+    if projection.op_type == "MatMulNBits":
+        for attribute in projection.attribute:
+            if attribute.name == "N":
+                attribute.i = len(ids)
+    used = {name for node in decoder.nodes for name in node.input}
+    decoder.weights[:] = [name for name in decoder.weights if name in used]
+    _map_top_ids(decoder, index)
+
+
+def _slice_input(
+    decoder: Rewritten,
+    store: AliasingWeightStore,
+    projection: onnx.NodeProto,
+    position: int,
+    axis: int,
+    index: np.ndarray,
+) -> None:
+    """Replace the projection's input ``position`` by a new stored tensor: its entries ``index`` along ``axis``."""
+    name = projection.input[position]
+    if not name:
+        return
+    new = f"shortlist.{name}"
+    store.add(new, np.ascontiguousarray(np.take(store.arrays[name], index, axis=axis)))
+    decoder.weights.append(new)
+    projection.input[position] = new
+
+
+def _map_top_ids(decoder: Rewritten, index: np.ndarray) -> None:
+    """TopK now ranks shortlist positions: a Gather maps them back to vocabulary ids; the score outputs get the
+    shortlist's width."""
+    top_k = next(n for n in decoder.nodes if n.op_type == "TopK")
+    top_k.output[1] = "top_ids.shortlist"
+    decoder.constants.append(numpy_helper.from_array(index, "shortlist.ids"))
+    gather = helper.make_node("Gather", ["shortlist.ids", "top_ids.shortlist"], ["top_ids"], name="shortlist_ids")
+    decoder.nodes.insert(decoder.nodes.index(top_k) + 1, gather)
+    for output in decoder.graph.output:
+        if output.name in ("logits", "log_probs"):
+            output.type.tensor_type.shape.dim[1].dim_value = len(index)
+
+
+__all__ = ["apply_shortlist", "corpus_shortlist", "scored_ids"]
