@@ -1,16 +1,109 @@
-"""Splitting text that is too long for the model into parts that are each translated."""
+"""Segmentation: English text -> sentences (one model input each) -> Chinese text with the layout kept.
+
+One stage for every entry point (Python API, CLI, HTTP, files). Lines are cut first, so a heading or a list
+item without final punctuation stays a unit of its own; inside a line the sentence boundaries come from
+nupunkt (an unsupervised Punkt splitter with a trained English model: abbreviations such as ``Mr.``, ``e.g.``,
+``U.S.``, decimals, initials and ellipses are not boundaries). The split is lossless: every character of the
+input is either in a sentence or in the separator after it, so the layout can be rebuilt exactly.
+docs/segmentation.md has the table of hard cases and how the candidates did.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-# A sentence ends at . ! ? ; or … (optionally followed by one closing quote or bracket) and whitespace.
-_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?;…])|(?<=[.!?;…][\"'”’)\]]))\s+")
+_NEWLINE = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Latin letters (with accents): a piece without one is not English (Chinese, numbers, bullets) and is kept as is.
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+# Characters after which Chinese needs no space: CJK ideographs, kana, hangul, CJK and full-width punctuation.
+_WIDE_END = re.compile(
+    r"[\u2018-\u201d\u2026\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]$"
+)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A sentence (stripped, may be empty) and the whitespace and line breaks that follow it in the input."""
+
+    text: str
+    separator: str
+
+
+def needs_translation(text: str) -> bool:
+    """True when ``text`` has a Latin letter; text that is already Chinese passes through unchanged."""
+    return _LATIN.search(text) is not None
+
+
+def _sentence_spans(line: str) -> list[tuple[int, int]]:
+    import nupunkt
+
+    return [(int(a), int(b)) for a, b in nupunkt.sent_spans(line)]
+
+
+def split_text(text: str) -> list[Piece]:
+    """Sentences of ``text`` with their separators; ``"".join(p.text + p.separator ...) == text`` always.
+
+    The first piece has an empty sentence when the text starts with whitespace.
+    """
+    sentences: list[str] = [""]
+    separators: list[str] = [""]
+
+    def add_line(line: str) -> None:
+        if not line.strip():
+            separators[-1] += line
+            return
+        for start, end in _sentence_spans(line) if needs_translation(line) else [(0, len(line))]:
+            chunk = line[start:end]
+            core = chunk.strip()
+            if not core:
+                separators[-1] += chunk
+                continue
+            lead = len(chunk) - len(chunk.lstrip())
+            separators[-1] += chunk[:lead]
+            sentences.append(core)
+            separators.append(chunk[lead + len(core) :])
+
+    position = 0
+    for match in _NEWLINE.finditer(text):
+        add_line(text[position : match.start()])
+        separators[-1] += match.group()
+        position = match.end()
+    add_line(text[position:])
+    if not sentences[0] and not separators[0] and len(sentences) > 1:
+        sentences.pop(0)
+        separators.pop(0)
+    pieces = [Piece(s, sep) for s, sep in zip(sentences, separators, strict=True)]
+    assert "".join(p.text + p.separator for p in pieces) == text  # lossless by construction
+    return pieces
 
 
 def split_sentences(text: str) -> list[str]:
-    """English sentence split on end punctuation and newlines; whitespace-only parts are dropped."""
-    return [s.strip() for line in text.splitlines() for s in _SENTENCE_BREAK.split(line) if s.strip()]
+    """The non-empty sentences of ``text``, in order."""
+    return [p.text for p in split_text(text) if p.text]
+
+
+def join_translations(translations: Sequence[str], pieces: Sequence[Piece]) -> str:
+    """Rebuild the text from each piece's translation: line breaks, blank lines and indentation exactly as
+    sent, no space between sentences that end in Chinese (a piece left in Latin script keeps its space)."""
+    out = []
+    for translation, piece in zip(translations, pieces, strict=True):
+        separator = piece.separator
+        if not _NEWLINE.search(separator) and _WIDE_END.search(translation):
+            separator = ""
+        out.append(translation + separator)
+    return "".join(out)
+
+
+def translate_segmented(text: str, translate: Callable[[list[str]], list[str]]) -> str:
+    """Split ``text``, translate the sentences that need it in one call, and join the result."""
+    if not needs_translation(text):
+        return text
+    pieces = split_text(text)
+    todo = [p.text for p in pieces if needs_translation(p.text)]
+    done = iter(translate(todo))
+    return join_translations([next(done) if needs_translation(p.text) else p.text for p in pieces], pieces)
 
 
 def clean_text(text: str) -> str:

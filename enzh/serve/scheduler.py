@@ -23,15 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-logger = logging.getLogger("enzh.serve.scheduler")
+from enzh.runtime.errors import EnzhError, require
+
+logger = logging.getLogger("enzh")
 
 # engine(sources, beam_size) -> one decoded string per source, in order.
 Engine = Callable[[list[list[int]], int | None], list[str]]
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,15 +41,15 @@ class SchedulerOptions:
     batching: bool = True  # False: one request at a time (its own units still batched together)
 
     def __post_init__(self) -> None:
-        _check(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
-        _check(
+        require(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
+        require(
             self.max_queue_delay_ms >= 0 and math.isfinite(self.max_queue_delay_ms),
             f"max_queue_delay_ms must be a finite number >= 0, got {self.max_queue_delay_ms}",
         )
-        _check(self.max_queue_size >= 1, f"max_queue_size must be >= 1, got {self.max_queue_size}")
+        require(self.max_queue_size >= 1, f"max_queue_size must be >= 1, got {self.max_queue_size}")
 
 
-class SchedulerError(Exception):
+class SchedulerError(EnzhError):
     """Base class of the reasons a submission fails."""
 
 

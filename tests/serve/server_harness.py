@@ -1,12 +1,14 @@
-"""Helpers for the server tests: a real uvicorn server on 127.0.0.1 (random free port) in a thread or process.
+"""Helpers for the server tests: the app in-process (Starlette's TestClient, no socket), or a real uvicorn
+server on 127.0.0.1 (random free port) in a thread or a process.
 
-Imported by the other tests/test_server_*.py files; holds no tests and no fixtures itself.
+Imported by the tests/serve/test_server_*.py files; holds no tests and no fixtures itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -14,13 +16,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
+from starlette.testclient import TestClient
 
-from enzh.serve.app import ServeOptions, create_app
+from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.serve.app import create_app
+from enzh.serve.options import ServeOptions
 
 # Sentences from the demo model's domain (its held-out test set), for realistic mixed-length requests.
 SENTENCES = [
@@ -30,6 +36,39 @@ SENTENCES = [
     "Where is the train station?",
     "My brother is taller than me.",
 ]
+
+
+def held_out(n: int, seed: int = 0) -> list[str]:
+    """``n`` English sentences of the demo model's held-out test set, drawn with ``seed``."""
+    lines = DEMO_TEST_SET.read_text(encoding="utf-8").splitlines()
+    rng = random.Random(seed)
+    return [line.split("\t")[0] for line in rng.sample(lines, n)]
+
+
+@contextlib.contextmanager
+def in_process(options: ServeOptions, translator: Any = None, *, wait_ready: bool = True) -> Iterator[TestClient]:
+    """The app without a socket: a TestClient whose lifespan (load, warm-up, stop) runs in its own thread.
+
+    ``client.app.state.service`` is the app's Service; requests from several threads run concurrently.
+    """
+    with TestClient(create_app(options, translator), base_url="http://enzh.test") as client:
+        if wait_ready:
+            wait_ready_client(client, 120)
+        yield client
+
+
+def wait_ready_client(client: TestClient, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while (response := client.get("/readyz")).status_code != 200:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"not ready after {timeout} s: {response.text}")
+        time.sleep(0.02)
+
+
+def fire(client: TestClient, payloads: list[Any], path: str = "/v1/translate") -> list[Any]:
+    """POST every payload at once (one thread each); the responses in payload order."""
+    with ThreadPoolExecutor(max_workers=len(payloads)) as pool:
+        return list(pool.map(lambda payload: client.post(path, json=payload), payloads))
 
 
 class ThreadServer:
@@ -99,14 +138,14 @@ def free_port() -> int:
 
 
 class ProcessServer:
-    """``python -m enzh.serve.app`` in a subprocess (for signals: SIGTERM drain)."""
+    """``python -m enzh -v serve`` in a subprocess (for signals: SIGTERM drain); -v: the service's log lines."""
 
     def __init__(self, model_dir: Path, *args: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "enzh.serve.app", "--model", str(model_dir), "--port", str(self.port), *args],
+            [sys.executable, "-m", "enzh", "-v", "serve", "--model", str(model_dir), "--port", str(self.port), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

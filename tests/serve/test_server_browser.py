@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 from playwright import sync_api
-from test_server_harness import running, shared_translator
+from server_harness import running, shared_translator
 
-from enzh.serve.app import ServeOptions
+from enzh.serve.options import ServeOptions
 
 CHROMIUM = os.environ.get("ENZH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [

@@ -7,7 +7,7 @@ import signal
 import time
 
 import httpx
-from test_server_harness import ProcessServer
+from server_harness import ProcessServer
 
 
 def test_sigterm_drains_in_flight_work_then_exits(demo_dir):

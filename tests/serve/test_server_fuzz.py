@@ -11,9 +11,9 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
-from test_server_harness import running, shared_translator
+from server_harness import running, shared_translator
 
-from enzh.serve.app import ServeOptions
+from enzh.serve.options import ServeOptions
 
 EXAMPLES = {"POST": 40, "GET": 5}
 

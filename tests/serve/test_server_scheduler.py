@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from enzh.runtime.errors import OptionsError
 from enzh.serve.scheduler import QueueFull, Scheduler, SchedulerClosed, SchedulerOptions, WorkerDead
 
 
@@ -263,5 +264,5 @@ def test_close_finishes_queued_work_then_refuses():
 
 def test_options_are_validated():
     for bad in ({"max_batch_tokens": 0}, {"max_queue_delay_ms": -1}, {"max_queue_size": 0}):
-        with pytest.raises(ValueError):
+        with pytest.raises(OptionsError):  # a ValueError
             SchedulerOptions(**bad)

@@ -1,0 +1,76 @@
+"""What the service can be told: :class:`ServeOptions` (every limit is enforced and answered with a JSON error).
+
+Imports nothing of the web stack, so the command line can build options without the serve extra.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from enzh.runtime.errors import require
+from enzh.serve.scheduler import SchedulerOptions
+
+# uvicorn's worker processes (``--workers N``) get their options as the JSON of a ServeOptions in this variable.
+ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions:
+    """Everything the service can be told; every limit is enforced and answered with a JSON error."""
+
+    model_dir: str | None = None  # None: the embedded demo model
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1  # uvicorn worker processes, each with its own model and scheduler
+    threads: int = 0  # ONNX Runtime intra-op threads per worker (0 = all cores)
+    max_chars_per_text: int = 10_000  # 422 above
+    max_texts_per_request: int = 64  # 422 above
+    max_request_chars: int = 50_000  # all texts of one request together; 422 above
+    max_body_bytes: int = 1 << 20  # 413 above (Content-Length or counted while streaming)
+    max_queue_size: int = 1024  # sentences waiting for the worker; 429 + Retry-After above
+    max_batch_tokens: int = 2048  # source tokens per batch
+    max_queue_delay_ms: float = 5.0  # how long the oldest sentence may wait for a batch to fill
+    request_timeout_s: float = 30.0  # deadline while queued and running; 504 after
+    batching: bool = True  # False: requests are run one at a time (for the benchmark's baseline)
+    default_beam_size: int | None = None  # None: the model's default (manifest.json)
+    max_beam_size: int = 8
+    drain_timeout_s: float = 30.0  # SIGTERM: how long in-flight work may take before the server stops
+    warmup: bool = True
+    handle_sigterm: bool = True  # drain on SIGTERM (only when serving from the main thread)
+
+    def __post_init__(self) -> None:
+        positive = (
+            "workers",
+            "max_chars_per_text",
+            "max_texts_per_request",
+            "max_request_chars",
+            "max_body_bytes",
+            "max_queue_size",
+            "max_batch_tokens",
+            "max_beam_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= 1, f"{name} must be an integer >= 1, got {value!r}")
+        require(0 <= self.port <= 65535, f"port must be 0..65535, got {self.port}")
+        require(self.threads >= 0, f"threads must be >= 0 (0 = all cores), got {self.threads}")
+        for name in ("max_queue_delay_ms", "drain_timeout_s"):
+            value = getattr(self, name)
+            require(math.isfinite(value) and value >= 0, f"{name} must be a finite number >= 0, got {value!r}")
+        require(
+            math.isfinite(self.request_timeout_s) and self.request_timeout_s > 0,
+            f"request_timeout_s must be a finite number > 0, got {self.request_timeout_s!r}",
+        )
+        require(
+            self.default_beam_size is None or 1 <= self.default_beam_size <= self.max_beam_size,
+            f"default_beam_size must be 1..max_beam_size ({self.max_beam_size}), got {self.default_beam_size}",
+        )
+
+    def scheduler_options(self) -> SchedulerOptions:
+        return SchedulerOptions(
+            max_batch_tokens=self.max_batch_tokens,
+            max_queue_delay_ms=self.max_queue_delay_ms,
+            max_queue_size=self.max_queue_size,
+            batching=self.batching,
+        )

@@ -1,0 +1,42 @@
+"""Run the service with uvicorn: one process, or ``workers`` processes each with its own model and scheduler."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from enzh.runtime.default_model import default_model_dir
+from enzh.runtime.manifest import Manifest
+from enzh.runtime.optional import import_optional
+from enzh.serve.options import ENV_OPTIONS, ServeOptions
+
+# What uvicorn imports in each worker process when ``workers > 1`` (it reads ENV_OPTIONS).
+APP_FACTORY = "enzh.serve.app:app_from_env"
+
+
+def serve(options: ServeOptions, log_level: str = "info") -> None:
+    """Run the service with uvicorn (blocks until SIGTERM/SIGINT and the drain are over)."""
+    for module in ("fastapi", "prometheus_client"):
+        import_optional(module, "the HTTP service")
+    uvicorn = import_optional("uvicorn", "the HTTP service")
+    from enzh.serve.app import create_app  # the web stack: imported once the serve extra is known to be there
+
+    if options.model_dir is None:
+        options = dataclasses.replace(options, model_dir=str(default_model_dir()))
+    model_dir = Path(options.model_dir or ".")
+    Manifest.load(model_dir).verify_files(model_dir, check_hashes=False)  # a bad --model fails now, not later
+    common: dict[str, Any] = dict(
+        host=options.host,
+        port=options.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=int(options.drain_timeout_s) + 5,
+        access_log=False,
+    )
+    if options.workers > 1:
+        os.environ[ENV_OPTIONS] = json.dumps(dataclasses.asdict(options))
+        uvicorn.run(APP_FACTORY, factory=True, workers=options.workers, **common)
+    else:
+        uvicorn.run(create_app(options), **common)

@@ -1,0 +1,152 @@
+"""The API's pydantic models and the OpenAPI pieces FastAPI cannot infer (raw-body endpoints, error answers).
+
+Request models are built per app by :func:`request_models`, because their limits come from ServeOptions (so
+the OpenAPI schema shows them); response models do not depend on options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+from enzh.serve.options import ServeOptions
+
+# LibreTranslate's target codes -> this service's.
+LIBRE_TARGETS = {"zh": "zh-Hans", "zh-CN": "zh-Hans", "zh-TW": "zh-Hant", "zt": "zh-Hant"}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class Timing(BaseModel):
+    total: float = Field(description="milliseconds from the request's arrival to its response")
+    queue: float = Field(description="milliseconds waiting for the worker")
+    inference: float = Field(description="this request's share of batch inference time, milliseconds")
+
+
+class TranslateResponse(BaseModel):
+    translations: list[str]
+    model: str
+    target: str
+    beam_size: int
+    sentences: int = Field(description="sentences translated (after splitting)")
+    timing_ms: Timing
+
+
+class LibreResponse(BaseModel):
+    translatedText: str | list[str]  # LibreTranslate's field names
+    detectedLanguage: dict[str, Any] | None = None
+
+
+class Language(BaseModel):
+    code: str
+    name: str
+    targets: list[str]
+
+
+Languages = list[Language]
+
+
+class Health(BaseModel):
+    status: str
+    model: str | None = None
+    detail: str | None = None
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class RequestModels:
+    translate: type[BaseModel]  # POST /v1/translate
+    libre: type[BaseModel]  # POST /translate
+
+
+def request_models(options: ServeOptions) -> RequestModels:
+    """The request models of one app; their limits come from ``options``."""
+    Text = Annotated[str, StringConstraints(max_length=options.max_chars_per_text)]
+    Texts = Annotated[list[Text], Field(max_length=options.max_texts_per_request)]
+    # JSON Schema counts 2.0 as an integer, so an integral float is one; 2.5, "2" and true are not.
+    Int = Annotated[int, BeforeValidator(_integral)]
+    Beam = Annotated[int, Field(ge=1, le=options.max_beam_size), BeforeValidator(_integral)]
+
+    class TranslateRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, title="TranslateRequest")
+
+        text: Text | Texts = Field(description="English text (sentences and paragraphs are kept) or a list of texts")
+        target: Literal["zh-Hans", "zh-Hant"] = Field("zh-Hans", description="Simplified or Traditional")
+        beam_size: Beam | None = Field(None, description="beam width (default: the model's)")
+
+    class LibreRequest(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True, title="LibreTranslateRequest")
+
+        q: Text | Texts = Field(description="text or list of texts to translate")
+        source: Literal["en", "auto"] = "en"
+        target: Literal["zh", "zh-Hans", "zh-CN", "zh-Hant", "zh-TW", "zt"] = "zh-Hans"
+        format: Literal["text"] = "text"
+        api_key: str | None = Field(None, description="accepted and ignored")
+        alternatives: Int | None = Field(None, description="accepted and ignored")
+
+    return RequestModels(translate=TranslateRequest, libre=LibreRequest)
+
+
+# -- OpenAPI -----------------------------------------------------------------------------------------------
+
+_ERROR_DESCRIPTIONS = {
+    400: "invalid JSON or form body",
+    404: "no such path",
+    413: "body larger than max_body_bytes",
+    415: "unsupported Content-Type",
+    422: "wrong types, unknown fields, or a limit exceeded (texts, characters, beam size, target)",
+    429: "queue full; see Retry-After",
+    500: "internal error (a bug; never caused by input)",
+    503: "not ready, draining, or the worker has died; see Retry-After",
+    504: "deadline passed while queued or running",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """FastAPI ``responses=`` for these error statuses (429 and 503 carry Retry-After)."""
+    retry = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {"model": ErrorBody, "description": _ERROR_DESCRIPTIONS[status]}
+        if status in (429, 503):
+            entry["headers"] = retry
+        out[status] = entry
+    return out
+
+
+def json_body(model: type[BaseModel], *, form: bool = False) -> dict[str, Any]:
+    """``openapi_extra`` documenting a body the endpoint reads itself (as JSON, and as a form if ``form``)."""
+    schema = model.model_json_schema()
+    content = {"application/json": {"schema": schema}}
+    if form:
+        content["application/x-www-form-urlencoded"] = {"schema": _form_schema(schema)}
+    return {"requestBody": {"required": True, "content": content}}
+
+
+def _form_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A form has no null and no lists: each field keeps its first scalar, non-null alternative."""
+    properties = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = dict(prop)
+        options = prop.pop("anyOf", None)
+        if options:
+            scalar = next(o for o in options if o.get("type") not in ("null", "array"))
+            prop.update(scalar)
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+        properties[name] = prop
+    return {**schema, "properties": properties}

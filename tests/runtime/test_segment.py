@@ -1,0 +1,58 @@
+"""Segmentation: the hard-case table, lossless splitting, and the layout of rejoined Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from enzh.runtime.segment import join_translations, needs_translation, split_sentences, split_text, translate_segmented
+from enzh.tools.segmentation_report import CASES
+
+# Cases nupunkt 0.8.0 gets wrong (docs/segmentation.md); if one starts passing, the pin moved: update the table.
+KNOWN_MISSES = {"us-end", "am-end-question"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hard_cases(case):
+    got = tuple(split_sentences(case.text))
+    if case.name in KNOWN_MISSES:
+        assert got != case.expected
+    else:
+        assert got == case.expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "\n\n",
+        "  Indented. Two sentences.  \n\n\nNext para\r\nwindows line.\rold mac.\n",
+        "Title\n\n1. Open the box.\n2. Remove the cover.\n   - nested item e.g. this one\n",
+        "Tabs\there.  Two  spaces.\t\n",
+        "He waited .... Then left.",
+        "这是中文。没有拉丁字母！",
+        "Mixed 中文 and English. Done.\u2028Next line.",
+    ],
+)
+def test_split_is_lossless(text):
+    pieces = split_text(text)
+    assert "".join(p.text + p.separator for p in pieces) == text
+    assert all(p.text == p.text.strip() for p in pieces)
+
+
+def test_chinese_layout_when_rejoined():
+    text = "  One. Two.\n\n\n   Three.\r\nFour.\n"
+    got = translate_segmented(text, lambda sentences: [f"<{s[:-1]}>。" for s in sentences])
+    assert got == "  <One>。<Two>。\n\n\n   <Three>。\r\n<Four>。\n"
+    # A translation left in Latin script keeps the space after it.
+    pieces = split_text("ONNX. Fast.")
+    assert join_translations(["ONNX.", "快。"], pieces) == "ONNX. 快。"
+
+
+def test_chinese_text_never_reaches_the_model():
+    def fail(sentences):
+        raise AssertionError(sentences)
+
+    assert translate_segmented("今天天气很好。我想要一杯咖啡。", fail) == "今天天气很好。我想要一杯咖啡。"
+    assert not needs_translation("2024年3月5日 12:30")
+    assert needs_translation("Café")
