@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.tools.stats import percentile
 
 
 @dataclass
@@ -66,14 +67,6 @@ HEADER = (
     "| mode | clients | requests/s | sentences/s | p50 ms | p95 ms | p99 ms | single-request p50 ms "
     "| p99 / single | errors |\n|---|---|---|---|---|---|---|---|---|---|"
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def workload(seed: int = 0) -> list[tuple[str, int]]:
@@ -161,10 +154,10 @@ def measure(url: str, mode: str, clients: int, seconds: float, beam: int | None,
         sentences=sentences,
         errors=sum(n for s, n in statuses.items() if s != "200"),
         statuses=statuses,
-        single_p50_ms=percentile(single, 50),
-        p50_ms=percentile(latencies, 50),
-        p95_ms=percentile(latencies, 95),
-        p99_ms=percentile(latencies, 99),
+        single_p50_ms=percentile(single, 0.50),
+        p50_ms=percentile(latencies, 0.50),
+        p95_ms=percentile(latencies, 0.95),
+        p99_ms=percentile(latencies, 0.99),
     )
 
 
@@ -179,7 +172,7 @@ class _Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "enzh.serve.app", "--port", str(self.port), "--log-level", "warning", *extra],
+            [sys.executable, "-m", "enzh", "-v", "serve", "--port", str(self.port), "--log-level", "warning", *extra],
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
 

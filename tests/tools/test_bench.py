@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import mmap
 import subprocess
 import sys
@@ -12,9 +13,17 @@ from typing import Any
 
 import pytest
 
+from enzh.cli.bench import command_line, settings_from_args
 from enzh.cli.main import build_parser
 from enzh.demo import HF_MODEL_DIR
-from enzh.tools import bench
+from enzh.tools.bench import machine
+from enzh.tools.bench.cases import fixed_sources
+from enzh.tools.bench.engines import Runner
+from enzh.tools.bench.report import check_report
+from enzh.tools.bench.settings import LengthError
+from enzh.tools.bench.stats import merge_rounds
+from enzh.tools.bench.worker import measure
+from enzh.tools.stats import percentile
 
 HAS_CT2 = importlib.util.find_spec("ctranslate2") is not None
 
@@ -45,7 +54,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_quick_writes_markdown_json_and_png(quick_run):
     root, report = quick_run["root"], quick_run["report"]
-    bench.check_report(report)
+    check_report(report)
     assert report["settings"]["quick"] is True
     assert (root / "out" / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (root / "out" / "bench.md").exists()  # --markdown puts it elsewhere
@@ -121,7 +130,7 @@ def test_from_json_rerenders_without_measuring(quick_run, tmp_path):
     assert again[:4] + again[6:] == first.replace("](../out/bench.png)", "](bench.png)").splitlines()
 
 
-class _WrongLength(bench._Runner):
+class _WrongLength(Runner):
     """Returns one token fewer than asked for in the last sentence."""
 
     def generate(self, call, beams, new_tokens, fixed):
@@ -130,10 +139,10 @@ class _WrongLength(bench._Runner):
 
 def test_a_wrong_length_fails_the_cell():
     case = {"id": "fixed-b2-greedy", "beams": 1, "new_tokens": 4, "fixed": True, "calls": [[[2, 9, 0], [2, 8, 0]]]}
-    with pytest.raises(bench.LengthError, match="1 of 2 outputs do not have exactly 4 tokens"):
-        bench._measure(_WrongLength(), case, repeats=1, warmup=0)
+    with pytest.raises(LengthError, match="1 of 2 outputs do not have exactly 4 tokens"):
+        measure(_WrongLength(), case, repeats=1, warmup=0)
     # natural length: any length is fine
-    result = bench._measure(_WrongLength(), {**case, "fixed": False}, repeats=2, warmup=0)
+    result = measure(_WrongLength(), {**case, "fixed": False}, repeats=2, warmup=0)
     assert result["status"] == "ok" and result["tokens"] == [7, 7] and result["exact_length"] is None
 
 
@@ -141,51 +150,60 @@ def test_check_report_rejects_a_bad_layout(quick_run):
     report = json.loads(json.dumps(quick_run["report"]))
     report["schema"] = "other/1"
     with pytest.raises(ValueError, match="schema"):
-        bench.check_report(report)
+        check_report(report)
     report = json.loads(json.dumps(quick_run["report"]))
     ok = next(r for r in report["results"] if r["status"] == "ok")
     del ok["median_ms"]
     with pytest.raises(ValueError, match="lacks median_ms"):
-        bench.check_report(report)
+        check_report(report)
 
 
 def test_cli_options_become_settings_and_the_command_line():
     args = build_parser().parse_args(
         ["bench", "--quick", "--engines", "enzh-int8,ct2-int8", "--batch-sizes", "2,8", "--repeats", "3"]
     )
-    settings = bench.settings_from_args(args)
+    settings = settings_from_args(args)
     assert settings.quick and settings.engines == ("enzh-int8", "ct2-int8")
     assert settings.batch_sizes == (2, 8) and settings.repeats == 3 and settings.new_tokens == 8
-    assert bench.command_line(args) == ("enzh bench --quick --engines enzh-int8,ct2-int8 --repeats 3 --batch-sizes 2,8")
+    assert command_line(args) == ("enzh bench --quick --engines enzh-int8,ct2-int8 --repeats 3 --batch-sizes 2,8")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["bench", "--engines", "onnx-int8"])
 
 
 def test_fixed_sources_have_the_asked_length():
-    sources = bench.fixed_sources(HF_MODEL_DIR, 3, 24, seed=1)
+    sources = fixed_sources(HF_MODEL_DIR, 3, 24, seed=1)
     assert len(sources) == 3 and {len(s) for s in sources} == {24}
     assert all(s[0] == 2 and s[-1] == 0 and 0 not in s[1:-1] for s in sources)  # >>cmn_Hans<< ... </s>
-    assert bench.fixed_sources(HF_MODEL_DIR, 3, 24, seed=1) == sources
+    assert fixed_sources(HF_MODEL_DIR, 3, 24, seed=1) == sources
 
 
 def test_percentile():
-    assert bench._percentile([4.0], 0.25) == 4.0
-    assert bench._percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.25) == 2.0
-    assert bench._percentile([1.0, 2.0], 0.5) == 1.5
+    assert percentile([4.0], 0.25) == 4.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.25) == 2.0
+    assert percentile([1.0, 2.0], 0.5) == 1.5
+    assert percentile([3.0, 1.0, 2.0], 1.0) == 3.0 and percentile([3.0, 1.0, 2.0], 0.0) == 1.0
+    assert math.isnan(percentile([], 0.5))
+
+
+def test_worker_entry_point_only_takes_a_job():
+    result = subprocess.run(
+        [sys.executable, "-m", "enzh.tools.bench", "--quick"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 2 and "enzh bench" in result.stderr
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux only")
 def test_peak_rss_resets():
-    assert bench.reset_peak_rss()
+    assert machine.reset_peak_rss()
     # An anonymous mapping of its own, touched page by page and then unmapped: its memory surely leaves the
     # process (a freed bytearray may stay in the allocator's heap, depending on what ran before).
     block = mmap.mmap(-1, 64 * 1024 * 1024)
     for offset in range(0, len(block), 4096):
         block[offset] = 1
-    high = bench.peak_rss_mib()
+    high = machine.peak_rss_mib()
     block.close()
-    assert bench.reset_peak_rss()
-    assert bench.peak_rss_mib() < high - 32
+    assert machine.reset_peak_rss()
+    assert machine.peak_rss_mib() < high - 32
 
 
 def test_rounds_pool_the_timed_runs():
@@ -194,9 +212,9 @@ def test_rounds_pool_the_timed_runs():
         {**item, "times_s": [0.1, 0.3], "tokens": [8, 8], "peak_rss_mib": 50.0, "outputs": [[1]]},
         {**item, "times_s": [0.2, 0.4], "tokens": [8, 8], "peak_rss_mib": 70.0, "outputs": [[2]], "load_s": 3.0},
     ]
-    merged = bench._merge_rounds("fixed-b1-greedy", "enzh-int8", rounds)
+    merged = merge_rounds("fixed-b1-greedy", "enzh-int8", rounds)
     assert merged["rounds"] == 2 and merged["times_ms"] == [100.0, 300.0, 200.0, 400.0]
     assert merged["median_ms"] == pytest.approx(250.0) and merged["min_ms"] == pytest.approx(100.0)
     assert merged["peak_rss_mib"] == 70.0 and merged["load_s"] == 2.0 and merged["outputs"] == [[2]]
-    failed = bench._merge_rounds("c", "e", [rounds[0], {"status": "error", "error": "LengthError: ..."}])
+    failed = merge_rounds("c", "e", [rounds[0], {"status": "error", "error": "LengthError: ..."}])
     assert failed == {"case": "c", "engine": "e", "status": "error", "error": "LengthError: ..."}

@@ -1,0 +1,133 @@
+"""The three engines behind one interface: load a model directory, generate token sequences for a batch.
+
+Each runner imports its engine when it is built, in the worker process that measures it, never before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from enzh.tools.bench.settings import ENGINE_BY_ID, Case
+
+
+class Runner:
+    """Loads one engine and generates token sequences for a batch of sources."""
+
+    def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
+        raise NotImplementedError
+
+    def to_ids(self, hyps: list[list[Any]]) -> list[list[int]]:
+        return [[int(t) for t in h] for h in hyps]
+
+
+class EnzhRunner(Runner):
+    def __init__(self, directory: str, threads: int) -> None:
+        from enzh.runtime.translator import Translator
+
+        self.translator = Translator.load(directory, intra_op_threads=threads, inter_op_threads=1)
+
+    def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
+        # min_length counts the decoder start token (HF semantics): N + 1 forbids eos before the N-th token.
+        extra = {"min_length": new_tokens + 1} if fixed else {}
+        hyps = self.translator.generate_ids(call, beam_size=beams, max_new_tokens=new_tokens, **extra)
+        return [list(h.token_ids) for h in hyps]
+
+
+class TorchRunner(Runner):
+    def __init__(self, directory: str, threads: int) -> None:
+        import torch
+        import transformers
+        from transformers import MarianMTModel
+
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(1)
+        transformers.logging.set_verbosity_error()
+        self.torch = torch
+        self.model = MarianMTModel.from_pretrained(directory, dtype=torch.float32).eval()
+        self.pad = int(self.model.config.pad_token_id)
+        self.eos = int(self.model.config.eos_token_id)
+
+    def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
+        torch = self.torch
+        width = max(len(s) for s in call)
+        ids = torch.full((len(call), width), self.pad, dtype=torch.long)
+        mask = torch.zeros((len(call), width), dtype=torch.long)
+        for row, source in enumerate(call):
+            ids[row, : len(source)] = torch.tensor(source, dtype=torch.long)
+            mask[row, : len(source)] = 1
+        extra = {"min_new_tokens": new_tokens} if fixed else {}
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                num_beams=beams,
+                do_sample=False,
+                max_new_tokens=new_tokens,
+                **extra,
+            )
+        return [self._trim(row) for row in out[:, 1:].tolist()]  # drop the decoder start token
+
+    def _trim(self, row: list[int]) -> list[int]:
+        """The tokens up to eos (included), without the padding of shorter beams."""
+        tokens = []
+        for token in row:
+            if token == self.pad:
+                break
+            tokens.append(token)
+            if token == self.eos:
+                break
+        return tokens
+
+
+class CT2Runner(Runner):
+    def __init__(self, directory: str, threads: int, compute_type: str) -> None:
+        import ctranslate2
+
+        self.directory = Path(directory)
+        self.translator = ctranslate2.Translator(
+            directory, device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1
+        )
+
+    def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
+        results = self.translator.translate_batch(
+            [list(s) for s in call],
+            beam_size=beams,
+            max_decoding_length=new_tokens,
+            min_decoding_length=new_tokens if fixed else 1,
+            return_end_token=True,
+            max_input_length=0,
+        )
+        return [list(r.hypotheses[0]) for r in results]
+
+    def to_ids(self, hyps: list[list[Any]]) -> list[list[int]]:
+        index = {t: i for i, t in enumerate(ct2_vocabulary(self.directory))}
+        return [[index.get(t, -1) for t in h] for h in hyps]
+
+
+def ct2_vocabulary(directory: Path) -> list[str]:
+    path = directory / "shared_vocabulary.json"
+    if path.is_file():
+        return list(json.loads(path.read_text(encoding="utf-8")))
+    text = directory / "shared_vocabulary.txt"
+    return text.read_text(encoding="utf-8").splitlines()
+
+
+def make_runner(engine_id: str, directory: str, threads: int) -> Runner:
+    engine = ENGINE_BY_ID[engine_id]
+    if engine.kind == "enzh":
+        return EnzhRunner(directory, threads)
+    if engine.kind == "torch":
+        return TorchRunner(directory, threads)
+    return CT2Runner(directory, threads, engine.precision)
+
+
+def job_calls(engine_id: str, case: Case, directory: Path) -> list[list[list[Any]]]:
+    """A case's calls as the engine takes them: source ids, or for CTranslate2 the token strings of its own
+    vocabulary at the same ids."""
+    if ENGINE_BY_ID[engine_id].kind != "ct2":
+        return [[list(s) for s in call] for call in case.calls]
+    vocabulary = ct2_vocabulary(directory)
+    return [[[vocabulary[i] for i in s] for s in call] for call in case.calls]

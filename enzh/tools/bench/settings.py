@@ -1,0 +1,132 @@
+"""What one bench run measures: the engines, the settings, the cases, and the model each group runs on."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "enzh-bench/1"
+LANGUAGE_TOKEN = ">>cmn_Hans<<"
+
+
+@dataclass(frozen=True)
+class Engine:
+    id: str
+    label: str
+    kind: str  # enzh | torch | ct2
+    precision: str
+    shortlist: int = 0  # enzh: quantized with a target-vocabulary shortlist of this many tokens
+
+
+SHORTLIST = 8000
+ENGINES: tuple[Engine, ...] = (
+    Engine("enzh-fp32", "enzh fp32", "enzh", "fp32"),
+    Engine("enzh-int8", "enzh int8", "enzh", "int8"),
+    Engine("enzh-int4", "enzh int4", "enzh", "int4"),
+    Engine("enzh-int8-shortlist", f"enzh int8, {SHORTLIST:,}-token shortlist", "enzh", "int8", SHORTLIST),
+    Engine("torch-fp32", "transformers (PyTorch fp32)", "torch", "fp32"),
+    Engine("ct2-float32", "CTranslate2 float32", "ct2", "float32"),
+    Engine("ct2-int8", "CTranslate2 int8", "ct2", "int8"),
+)
+ENGINE_BY_ID = {e.id: e for e in ENGINES}
+CT2_BASELINE = "ct2-int8"
+TORCH_BASELINE = "torch-fp32"
+GROUPS = ("fixed", "natural")
+SHAPED_NAME = "opus-mt-en-zh-shaped"
+
+# What a worker reports about its start: load times, RSS after loading, the load average around it.
+LOAD_KEYS = ("load_s", "first_translation_s", "rss_after_load_mib", "load_peak_rss_mib", "load_average")
+
+
+class BenchError(Exception):
+    """The benchmark could not run; the message says why."""
+
+
+class LengthError(AssertionError):
+    """A fixed-length case produced a hypothesis of another length."""
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    quick: bool = False
+    threads: int = 2
+    repeats: int = 5
+    warmup: int = 1
+    batch_sizes: tuple[int, ...] = (1, 16)
+    beams: tuple[int, ...] = (1, 4)
+    source_tokens: int = 24
+    new_tokens: int = 32
+    natural_sentences: int = 64
+    natural_max_new_tokens: int = 128
+    engines: tuple[str, ...] = tuple(e.id for e in ENGINES)
+    groups: tuple[str, ...] = GROUPS
+    isolate: str = "engine"  # engine: one process per engine and model; cell: one per engine and case
+    rounds: int = 1  # sweeps over all engines; each cell pools the timed runs of every round
+    seed: int = 0
+    timeout_s: float = 3600.0
+
+    @classmethod
+    def quick_defaults(cls) -> BenchSettings:
+        return cls(
+            quick=True,
+            repeats=2,
+            batch_sizes=(1, 4),
+            beams=(1, 2),
+            source_tokens=12,
+            new_tokens=8,
+            natural_sentences=4,
+            natural_max_new_tokens=32,
+            timeout_s=300.0,
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    group: str  # fixed | natural
+    batch: int
+    beams: int
+    fixed: bool
+    new_tokens: int  # fixed: exactly this many generated tokens; natural: the upper bound
+    calls: tuple[tuple[tuple[int, ...], ...], ...]  # each call: one batch of source id lists (eos-terminated)
+
+    @property
+    def label(self) -> str:
+        search = "greedy" if self.beams == 1 else f"beam {self.beams}"
+        return f"batch {self.batch} {search}"
+
+    def describe(self) -> dict[str, Any]:
+        lengths = [len(s) for call in self.calls for s in call]
+        return {
+            "id": self.id,
+            "group": self.group,
+            "label": self.label,
+            "batch": self.batch,
+            "beams": self.beams,
+            "fixed_length": self.fixed,
+            "new_tokens": self.new_tokens,
+            "calls": len(self.calls),
+            "sentences": len(lengths),
+            "source_tokens_min": min(lengths),
+            "source_tokens_max": max(lengths),
+        }
+
+
+@dataclass(frozen=True)
+class ModelGroup:
+    """The model one group of cases runs on, and the directory every engine loads for it."""
+
+    group: str
+    name: str
+    description: str
+    hf_dir: Path
+    dirs: dict[str, Path]  # engine id -> directory it loads
+    unavailable: dict[str, str]  # engine id -> why it does not run
+    cases: tuple[Case, ...]
+
+
+def log(message: str) -> None:
+    """A progress line on stderr (stdout carries the markdown report)."""
+    print(f"[bench] {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,243 @@
+"""Random-weight Marian models in opus-mt layout, seeded: tiny ones for the tests, and opus-mt-en-zh's shape.
+
+* :func:`build_tiny_marian`: a few-layer model with a freshly trained tiny SentencePiece tokenizer pair
+  (the tests' models; ``MarianConfig`` overrides make the variants).
+* :func:`build_shaped_model`: opus-mt-en-zh's exact config (6+6 layers, d_model 512, 65,001 tokens) with
+  seeded random weights, for ``enzh bench`` (demo tokenizers) and the tests and precision report
+  (:func:`build_reference_shaped`: config from ``../shared/reference/opus-mt-en-zh``, tiny tokenizers).
+
+The same seed gives the same weights byte for byte: ``enzh bench`` caches the shaped model by seed and
+docs/benchmarks.md was measured on seed 0. Needs the ``[export]`` extra (torch, transformers).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+from enzh.demo import HF_MODEL_DIR
+
+# opus-mt-en-zh's config.json and generation_config.json (the fields that shape the model and its generation;
+# the rest are MarianConfig defaults or training-only settings). ``config_dir`` reads them from a directory.
+OPUS_MT_EN_ZH_CONFIG: dict[str, Any] = {
+    "activation_function": "swish",
+    "d_model": 512,
+    "decoder_attention_heads": 8,
+    "decoder_ffn_dim": 2048,
+    "decoder_layers": 6,
+    "decoder_start_token_id": 65000,
+    "decoder_vocab_size": 65001,
+    "encoder_attention_heads": 8,
+    "encoder_ffn_dim": 2048,
+    "encoder_layers": 6,
+    "eos_token_id": 0,
+    "forced_eos_token_id": 0,
+    "max_position_embeddings": 512,
+    "normalize_before": False,
+    "normalize_embedding": False,
+    "pad_token_id": 65000,
+    "scale_embedding": True,
+    "share_encoder_decoder_embeddings": True,
+    "static_position_embeddings": True,
+    "vocab_size": 65001,
+}
+OPUS_MT_EN_ZH_GENERATION: dict[str, Any] = {
+    "bad_words_ids": [[65000]],
+    "bos_token_id": 0,
+    "decoder_start_token_id": 65000,
+    "eos_token_id": 0,
+    "forced_eos_token_id": 0,
+    "max_length": 512,
+    "num_beams": 4,
+    "pad_token_id": 65000,
+    "renormalize_logits": True,
+}
+
+# The real model's config.json + generation_config.json, next to a source checkout (absent elsewhere).
+REFERENCE_CONFIG = Path(__file__).resolve().parents[3] / "shared" / "reference" / "opus-mt-en-zh"
+
+WORDS = (
+    "the a cat dog house tree river city morning evening teacher student book coffee tea water train "
+    "station park museum friend brother sister weather today tomorrow yesterday nice big small red blue "
+    "green quickly slowly walk run read write drink eat see buy sell go come where what when why how is "
+    "are was were have has "
+).split()
+HANZI = "我你他她们是的了在有不这个人中大上来到说国和地也子时道出而要于就下得可生会自着去之过家学对小多然"
+
+
+def corpus(seed: int, n: int = 400) -> tuple[list[str], list[str]]:
+    """``n`` random English and Chinese lines (not translations of each other): tokenizer training text."""
+    rng = random.Random(seed)
+    en = [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12))).capitalize() + rng.choice(".?!,")
+        for _ in range(n)
+    ]
+    zh = ["".join(rng.choice(HANZI) for _ in range(rng.randint(2, 15))) + rng.choice("。？！，") for _ in range(n)]
+    return en, zh
+
+
+def train_spm(lines: list[str], path: Path, vocab_size: int) -> None:
+    """A unigram SentencePiece model of ``lines`` written to ``path`` (eos 0, unk 1, no bos/pad)."""
+    import sentencepiece as spm
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        bos_id=-1,
+        eos_id=0,
+        unk_id=1,
+        pad_id=-1,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
+    )
+    path.write_bytes(model.getvalue())
+
+
+def write_tokenizer(directory: Path, seed: int = 0, spm_vocab: int = 80) -> dict[str, int]:
+    """source.spm/target.spm/vocab.json in opus-mt layout: </s>=0, <unk>=1, language tokens, pieces, <pad> last."""
+    import sentencepiece as spm
+
+    en, zh = corpus(seed)
+    train_spm(en, directory / "source.spm", spm_vocab)
+    train_spm(zh, directory / "target.spm", spm_vocab)
+    vocab: dict[str, int] = {"</s>": 0, "<unk>": 1, ">>cmn_Hans<<": 2, ">>cmn_Hant<<": 3}
+    for name in ("source.spm", "target.spm"):
+        sp = spm.SentencePieceProcessor(model_file=str(directory / name))
+        for i in range(sp.get_piece_size()):
+            piece = sp.id_to_piece(i)
+            if piece not in vocab and piece not in ("<unk>", "</s>", "<s>"):
+                vocab[piece] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    _write_vocab(directory, vocab)
+    (directory / "tokenizer_config.json").write_text(
+        json.dumps({"source_lang": "en", "target_lang": "zh", "model_max_length": 512}), encoding="utf-8"
+    )
+    return vocab
+
+
+def _write_vocab(directory: Path, vocab: dict[str, int]) -> None:
+    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+
+
+def build_tiny_marian(directory: Path, *, seed: int = 0, eos_bias: float = 0.0, **overrides: Any) -> Path:
+    """A random MarianMTModel saved with its tokenizer files; ``overrides`` go to MarianConfig."""
+    import torch
+    from transformers import GenerationConfig, MarianConfig, MarianMTModel
+
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = write_tokenizer(directory, seed)
+    pad = len(vocab) - 1
+    settings: dict[str, Any] = dict(
+        vocab_size=len(vocab),
+        decoder_vocab_size=len(vocab),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        pad_token_id=pad,
+        decoder_start_token_id=pad,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        activation_function="swish",
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+    )
+    settings.update(overrides)
+    torch.manual_seed(seed)
+    model = MarianMTModel(MarianConfig(**settings))
+    with torch.no_grad():
+        # Unit-scale random weights so logits depend strongly on the input (not on the bias alone).
+        for pname, p in model.named_parameters():
+            if "layer_norm" in pname:
+                p.normal_(1.0 if pname.endswith("weight") else 0.0, 0.1)
+            elif p.dim() > 1 and not any(k in pname for k in ("embed", "shared", "lm_head")):
+                p.normal_(0, p.shape[1] ** -0.5)
+            else:
+                p.normal_(0, 1.0 if p.dim() > 1 else 0.1)
+        model.final_logits_bias.normal_(0, 0.5)
+        model.final_logits_bias[0, 0] += eos_bias
+    model.generation_config = GenerationConfig(
+        bad_words_ids=[[pad]],
+        decoder_start_token_id=pad,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        pad_token_id=pad,
+        max_length=settings["max_position_embeddings"],
+        num_beams=4,
+        renormalize_logits=True,
+    )
+    model.save_pretrained(directory)
+    return directory
+
+
+def _demo_tokenizer(directory: Path) -> dict[str, int]:
+    """The demo model's SentencePiece models and tokenizer files; its vocab.json pieces at their ids, no <pad>."""
+    for name in ("source.spm", "target.spm", "tokenizer_config.json", "special_tokens_map.json"):
+        if (HF_MODEL_DIR / name).is_file():
+            shutil.copyfile(HF_MODEL_DIR / name, directory / name)
+    demo_vocab: dict[str, int] = json.loads((HF_MODEL_DIR / "vocab.json").read_text(encoding="utf-8"))
+    pieces = sorted((i, t) for t, i in demo_vocab.items() if t != "<pad>")
+    return {t: i for i, t in enumerate(t for _, t in pieces)}
+
+
+def _tiny_tokenizer(directory: Path, seed: int) -> dict[str, int]:
+    """A freshly trained tiny tokenizer pair (:func:`write_tokenizer`); its vocab without <pad>."""
+    vocab = write_tokenizer(directory, seed)
+    del vocab["<pad>"]
+    return vocab
+
+
+def build_shaped_model(
+    directory: Path, *, seed: int = 0, config_dir: Path | None = None, tokenizer: str = "demo"
+) -> Path:
+    """A MarianMTModel with opus-mt-en-zh's exact config and seeded random weights, saved with tokenizer files.
+
+    ``config_dir``: read config.json and generation_config.json there instead of :data:`OPUS_MT_EN_ZH_CONFIG`
+    and :data:`OPUS_MT_EN_ZH_GENERATION`. ``tokenizer``: ``demo`` copies the demo model's SentencePiece models,
+    ``tiny`` trains a tiny pair (:func:`write_tokenizer`). Either way vocab.json has the real layout: the
+    tokenizer's pieces at their ids (</s>=0, <unk>=1, language tokens), synthetic filler entries up to 65,000
+    and ``<pad>`` at 65,000.
+    """
+    if tokenizer not in ("demo", "tiny"):
+        raise ValueError(f"tokenizer must be 'demo' or 'tiny', got {tokenizer!r}")
+    import torch
+    from transformers import GenerationConfig, MarianConfig, MarianMTModel
+
+    if config_dir is not None:
+        config = MarianConfig.from_pretrained(config_dir)
+        generation = GenerationConfig.from_pretrained(config_dir)
+    else:
+        config = MarianConfig(**OPUS_MT_EN_ZH_CONFIG)
+        generation = GenerationConfig(**OPUS_MT_EN_ZH_GENERATION)
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = _demo_tokenizer(directory) if tokenizer == "demo" else _tiny_tokenizer(directory, seed)
+    pad = int(config.pad_token_id or 0)
+    filler = 0
+    while len(vocab) < pad:
+        vocab[f"▁filler{filler}"] = len(vocab)
+        filler += 1
+    vocab["<pad>"] = pad
+    _write_vocab(directory, vocab)
+    torch.manual_seed(seed)
+    model = MarianMTModel(config)
+    model.generation_config = generation
+    model.save_pretrained(directory)
+    return directory
+
+
+def build_reference_shaped(directory: Path, *, seed: int = 0, config_dir: Path = REFERENCE_CONFIG) -> Path:
+    """The tests' and precision report's shaped model: config from ``config_dir``, tiny tokenizers."""
+    return build_shaped_model(directory, seed=seed, config_dir=config_dir, tokenizer="tiny")
