@@ -153,3 +153,20 @@ def build_reference_shaped(directory: Path, *, seed: int = 0, config_dir: Path =
     model.generation_config = GenerationConfig.from_pretrained(config_dir)
     model.save_pretrained(directory)
     return directory
+
+
+def save_for_export(model: Any, directory: Path, *, seed: int = 0) -> Path:
+    """Save an in-memory MarianMTModel built for id-level tests (no tokenizer of its own) with tokenizer files
+    that ``enzh export`` accepts: tiny SentencePiece models and a vocab.json of exactly the model's target
+    vocabulary (</s>=0, <unk>=1, filler pieces, <pad> at the pad id). Only ids matter to such tests."""
+    directory.mkdir(parents=True, exist_ok=True)
+    en, zh = corpus(seed)
+    train_spm(en, directory / "source.spm", 80)
+    train_spm(zh, directory / "target.spm", 80)
+    config = model.config
+    pad = int(config.pad_token_id)
+    size = int(config.vocab_size)
+    vocab = {"</s>": 0, "<unk>": 1, **{f"▁w{i}": i for i in range(2, size) if i != pad}, "<pad>": pad}
+    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    model.save_pretrained(directory)
+    return directory
