@@ -32,9 +32,10 @@ from test_decoding import (  # noqa: E402
     make_sources,
     settings_for,
 )
+from test_decoding import pad_batch as td_pad_batch  # noqa: E402
 from transformers import MarianMTModel  # noqa: E402
 
-from enzh import Translator  # noqa: E402
+from enzh import Translator, decoding  # noqa: E402
 from enzh.batching import pad_batch  # noqa: E402
 from enzh.export import ExportOptions, export  # noqa: E402
 from enzh.options import DecodingSettings  # noqa: E402
@@ -207,3 +208,140 @@ def test_top_k_changes_between_steps_of_one_decoder(exported: Any) -> None:
         best = np.sort(result.log_probs, axis=1)[:, ::-1][:, :k]
         np.testing.assert_array_equal(result.top_log_probs, best)
         tokens = np.ascontiguousarray(result.top_ids[:, 0])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# int8: the default variant (DynamicQuantizeMatMul) quantizes activations with one scale per call, so its
+# outputs depend on which sentences share the batch; it is compared with its own all-scores search on the same
+# batch. The 8-bit MatMulNBits variant with float compute is row-independent: batched equals one by one.
+# ----------------------------------------------------------------------------------------------------------
+
+INT8_CASES = {
+    "defaults": Case(MID, 30),
+    "defaults-beam4": Case(WIDE, 24, {"num_beams": 4}),
+    "greedy-ngram-reppen": MATRIX["greedy-ngram-reppen"],
+    "greedy-minlen-renorm-forced": MATRIX["greedy-minlen-renorm-forced"],
+    "beam3-minlen": MATRIX["beam3-minlen"],
+    "beam4-minlen-forced": Case(WIDE, 16, {"num_beams": 4, "min_length": 7, "forced_eos_token_id": EOS}),
+    "beam5-ngram-reppen": MATRIX["beam5-ngram-reppen"],
+}
+INT8_VARIANTS = {
+    "int8": {},  # the default int8 variant
+    "int8-nbits-fp32": {"linear_op": "nbits", "embedding": "quantized", "accuracy_level": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def int8(exported: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Factory: (model spec, variant name) -> Translator over the int8 variant of its export."""
+    from enzh.quantize import quantize
+
+    cache: dict[tuple[ModelSpec, str], Translator] = {}
+
+    def get(spec: ModelSpec, variant: str) -> Translator:
+        if (spec, variant) not in cache:
+            out = tmp_path_factory.mktemp(f"{variant}-spec{spec.seed}")
+            quantize(exported(spec)[0].directory, out, precision="int8", force=True, **INT8_VARIANTS[variant])
+            cache[spec, variant] = Translator.load(out)
+        return cache[spec, variant]
+
+    return get
+
+
+@pytest.mark.parametrize("name", list(INT8_CASES))
+def test_int8_fast_path_equals_all_scores(name: str, int8: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default int8 variant: every setting decodes, and deciding steps from the graph's top-k (fast path)
+    gives what deciding every step from all scores gives, on the same batches."""
+    case = INT8_CASES[name]
+    translator = int8(case.spec, "int8")
+    sources = make_sources(case.spec, case.count, seed=len(name))
+    fast = decode(translator, case, sources)
+    with monkeypatch.context() as patch:
+        patch.setattr(decoding, "_fixed_bans", lambda length, settings: None)
+        full = decode(translator, case, sources)
+    assert_same(fast, full, f"{name}: int8 fast path vs all scores")
+
+
+@pytest.mark.parametrize("name", list(INT8_CASES))
+def test_int8_batched_equals_one_by_one(name: str, int8: Any) -> None:
+    case = INT8_CASES[name]
+    translator = int8(case.spec, "int8-nbits-fp32")
+    sources = make_sources(case.spec, case.count, seed=len(name))
+    batched = decode(translator, case, sources)
+    one_by_one = [decode(translator, case, [source])[0] for source in sources]
+    assert_same(one_by_one, batched, f"{name}: int8 one by one vs batched")
+    assert len({len(h.token_ids) for h in batched}) >= 2
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Settings that come from the model's generation_config.json (through manifest.json), with no overrides.
+# ----------------------------------------------------------------------------------------------------------
+
+GENERATION_CONFIG = {
+    "num_beams": 3,
+    "min_length": 6,
+    "no_repeat_ngram_size": 3,
+    "length_penalty": 0.7,
+    "early_stopping": True,
+    "max_length": 26,
+    "renormalize_logits": True,
+    "forced_eos_token_id": EOS,
+}
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Translator, Any]:
+    """MID with a generation_config that sets beams, min_length, n-gram ban, length penalty, max_length."""
+    from transformers import GenerationConfig
+
+    model = exportable_model(MID)
+    pad = MID.pad
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=pad, eos_token_id=EOS, pad_token_id=pad, bad_words_ids=[[pad]], **GENERATION_CONFIG
+    )
+    source = save_for_export(model, tmp_path_factory.mktemp("hf-configured"))
+    out = tmp_path_factory.mktemp("onnx-configured")
+    export(str(source), out, ExportOptions(force=True, progress=False))
+    return Translator.load(out), MarianMTModel.from_pretrained(source).eval()
+
+
+def _hf_default_generate(model: Any, sources: list[list[int]], **kwargs: Any) -> tuple[list[tuple[int, ...]], Any]:
+    """generate() with the model's own generation_config (plus ``kwargs``): token ids without the start token
+    and padding, and the sequence scores (beam search only)."""
+    ids, mask = td_pad_batch(MID, sources)
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True, **kwargs)
+    tokens = []
+    for row in out.sequences[:, 1:].tolist():
+        while row and row[-1] == MID.pad:
+            row.pop()
+        tokens.append(tuple(row))
+    scores = out.sequences_scores.tolist() if getattr(out, "sequences_scores", None) is not None else None
+    return tokens, scores
+
+
+def test_generation_config_settings_reach_the_search(configured: tuple[Translator, Any]) -> None:
+    translator, _ = configured
+    settings = translator.settings(max_new_tokens=GENERATION_CONFIG["max_length"] - 1)
+    for key, value in GENERATION_CONFIG.items():
+        assert getattr(settings, key) == value, key
+
+
+def test_generation_config_defaults_equal_generate_defaults(configured: tuple[Translator, Any]) -> None:
+    """No overrides on either side: beam 3 with min_length, n-gram ban, length penalty, early stopping and
+    max_length from generation_config.json, batched and one by one."""
+    translator, model = configured
+    sources = make_sources(MID, 14, seed=11)
+    expected, scores = _hf_default_generate(model, sources)
+    ours = translator.generate_ids(sources)
+    assert [h.token_ids for h in ours] == expected
+    # The settings have teeth: without min_length and the n-gram ban some sentences stop at once.
+    free, _ = _hf_default_generate(model, sources, min_length=0, no_repeat_ngram_size=0)
+    assert min(len(t) for t in free) < GENERATION_CONFIG["min_length"] - 1 <= min(len(t) for t in expected)
+    np.testing.assert_allclose([h.score for h in ours], scores, rtol=1e-4, atol=1e-4)
+    assert len({len(t) for t in expected}) >= 3  # sentences stop at different steps
+    for source, tokens in zip(sources[:6], expected, strict=False):
+        assert translator.generate_ids([source])[0].token_ids == tokens
+    # Greedy with the other generation_config settings.
+    expected_greedy, _ = _hf_default_generate(model, sources, num_beams=1)
+    assert [h.token_ids for h in translator.generate_ids(sources, beam_size=1)] == expected_greedy
