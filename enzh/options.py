@@ -101,19 +101,9 @@ class TranslateOptions:
     beam_size: int | None = None
     max_new_tokens: int | None = None
     target: str | None = None
-    alternatives: int | None = None  # n-best translations per text (at most the beam size)
 
     def __post_init__(self) -> None:
         _check(self.beam_size is None or self.beam_size >= 1, f"beam_size must be >= 1, got {self.beam_size}")
-        _check(
-            self.alternatives is None
-            or (
-                isinstance(self.alternatives, int)
-                and not isinstance(self.alternatives, bool)
-                and self.alternatives >= 1
-            ),
-            f"alternatives must be >= 1 (and at most the beam size), got {self.alternatives}",
-        )
         _check(
             self.max_new_tokens is None or self.max_new_tokens >= 1,
             f"max_new_tokens must be >= 1, got {self.max_new_tokens}",

@@ -114,13 +114,10 @@ class Translator:
         """Translate each text, with token ids and scores; ``alternatives=N`` also returns each text's N best
         translations (N <= the beam size: beam search's n-best, in ``generate(num_return_sequences=N)``'s
         order and with its ``sequences_scores``)."""
-        options = TranslateOptions(
-            beam_size=beam_size, max_new_tokens=max_new_tokens, target=target, alternatives=alternatives
-        )
+        options = TranslateOptions(beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
         texts = _check_texts(texts)
         token = self.adapter.resolve_target(options.target)
-        count = options.alternatives or 1
-        self._check_alternatives(count, options.beam_size, "alternatives")
+        count = 1 if alternatives is None else self._check_alternatives(alternatives, options.beam_size)
         # Each input becomes one or more parts that fit the model's positions (nothing is truncated).
         parts: list[list[int]] = []
         owner: list[int] = []
@@ -154,20 +151,25 @@ class Translator:
                     token_ids=best.token_ids,
                     scores=best.scores,
                     parts=len(best.token_ids),
-                    alternatives=tuple(found) if options.alternatives is not None else (),
+                    alternatives=tuple(found) if alternatives is not None else (),
                 )
             )
         return translations
 
-    def _check_alternatives(self, count: int, beam_size: int | None, name: str) -> None:
-        """``count`` hypotheses per source need at least that many beams (HF's num_return_sequences rule)."""
+    def _check_alternatives(self, count: object, beam_size: int | None) -> int:
+        """``alternatives`` hypotheses per text need at least that many beams (HF's num_return_sequences rule)."""
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"alternatives must be an int or None, got {type(count).__name__}")
         beams = beam_size if beam_size is not None else int(self.adapter.generation.get("num_beams", 1))
+        if count < 1:
+            raise ValueError(f"alternatives must be between 1 and the beam size ({beams}), or None, got {count}")
         if count > beams:
             raise ValueError(
-                f"{name}={count} needs beam search with at least {count} beams, but the beam size is {beams}"
-                f"{' (the model default)' if beam_size is None else ''}; pass {name} between 1 and {beams}, or "
-                f"beam_size >= {count}"
+                f"alternatives={count} needs beam search with at least {count} beams, but the beam size is {beams}"
+                f"{' (the model default)' if beam_size is None else ''}; pass alternatives between 1 and {beams}, "
+                f"or beam_size >= {count}"
             )
+        return count
 
     def _encode_parts(self, text: str, language_token: str | None) -> list[list[int]]:
         """Source ids of ``text`` split into parts of at most max_positions tokens; [] for blank text."""

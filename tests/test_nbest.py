@@ -238,8 +238,10 @@ def test_alternatives_are_checked(tiny_export: Any) -> None:
         ValueError, match="alternatives=2 needs beam search with at least 2 beams, but the beam size is 1;"
     ):
         translator.translate_detailed(["cat"], beam_size=1, alternatives=2)
-    with pytest.raises(ValueError, match=r"alternatives must be >= 1 \(and at most the beam size\), got 0"):
+    with pytest.raises(ValueError, match=r"alternatives must be between 1 and the beam size \(4\), or None, got 0"):
         translator.translate_detailed(["cat"], alternatives=0)
+    with pytest.raises(TypeError, match="alternatives must be an int or None, got float"):
+        translator.translate_detailed(["cat"], alternatives=2.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"between 1 and num_beams \(2\), got 3"):
         translator.generate_nbest_ids([[5, 0]], num_return_sequences=3, beam_size=2)
     with pytest.raises(TypeError, match="for n-best use generate_nbest_ids"):
