@@ -39,6 +39,7 @@ logger = logging.getLogger("enzh")
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 VOCAB_FILE = "vocab.json.gz"  # the vocabulary as compact gzipped JSON: 65k pieces take 0.5 MB instead of 1.6 MB
+TARGET_VOCAB_FILE = "target_vocab.json.gz"  # separate vocabularies only: the target side's own table
 OPTIONAL_FILES = ("tokenizer_config.json", "README.md")
 GENERATION_KEYS = (
     "num_beams",
@@ -216,6 +217,24 @@ def generation_defaults(model: Any, pad_id: int) -> dict[str, Any]:
     return values
 
 
+def separate_vocabs(local: Path) -> bool:
+    """Whether the model's tokenizer has separate source and target vocabularies (transformers'
+    ``separate_vocabs`` in tokenizer_config.json: vocab.json for the source, target_vocab.json for the target)."""
+    path = local / "tokenizer_config.json"
+    if not path.is_file():
+        return False
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{path} is not valid JSON ({exc})") from exc
+    return bool(config.get("separate_vocabs", False)) if isinstance(config, dict) else False
+
+
+def _write_vocab(path: Path, vocab: dict[str, int]) -> None:
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+        packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
 def package_versions() -> dict[str, str]:
     import onnx
     import torch
@@ -258,11 +277,14 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
     with progress_steps(steps, enabled=options.progress, desc="export") as step:
         step("load model")
         local, source_id, revision = resolve_source(source, options.revision)
-        missing = [name for name in TOKENIZER_FILES if not (local / name).is_file()]
+        separate = separate_vocabs(local)
+        needed = (*TOKENIZER_FILES, "target_vocab.json") if separate else TOKENIZER_FILES
+        missing = [name for name in needed if not (local / name).is_file()]
         if missing:
             raise ExportError(
                 f"{local} lacks tokenizer file(s) {', '.join(missing)}; a Marian model directory holds "
-                f"{', '.join(TOKENIZER_FILES)} next to config.json"
+                f"{', '.join(needed)} next to config.json"
+                + (" (its tokenizer_config.json sets separate_vocabs)" if separate else "")
             )
         model = load_model(local)
         config = model.config
@@ -285,8 +307,13 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             if (local / name).is_file():
                 shutil.copyfile(local / name, out_dir / name)
         vocab: dict[str, int] = json.loads((local / "vocab.json").read_text(encoding="utf-8"))
-        with open(out_dir / VOCAB_FILE, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
-            packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        _write_vocab(out_dir / VOCAB_FILE, vocab)
+        vocab_files = [VOCAB_FILE]
+        tokenizer = {"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE}
+        if separate:
+            _write_vocab(out_dir / TARGET_VOCAB_FILE, json.loads((local / "target_vocab.json").read_text("utf-8")))
+            vocab_files.append(TARGET_VOCAB_FILE)
+            tokenizer["target_vocab"] = TARGET_VOCAB_FILE
         languages = sorted((tok for tok in vocab if LANGUAGE_TOKEN.fullmatch(tok)), key=vocab.__getitem__)
         default = options.default_target or default_language_token(languages)
         if default is not None and default not in languages:
@@ -295,7 +322,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
         in_both = [t.name for t in encoder.graph.initializer if t.name in {i.name for i in decoder.graph.initializer}]
         shared = {name: store.layout(name) for name in in_both if name in store.arrays}
-        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", VOCAB_FILE]
+        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", *vocab_files]
         manifest = Manifest(
             model_type="marian",
             precision="fp32",
@@ -322,7 +349,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             languages={"tokens": languages, "default": default},
             max_positions=arch.max_positions,
             generation=generation_defaults(model, int(config.pad_token_id)),
-            tokenizer={"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE},
+            tokenizer=tokenizer,
             exporter=package_versions(),
             shared_initializers=shared,
         )

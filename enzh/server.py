@@ -39,7 +39,7 @@ from enzh.scheduler import (
     SchedulerOptions,
     WorkerDead,
 )
-from enzh.segment import clean_text, split_sentences
+from enzh.segment import clean_text, join_parts, split_sentences
 
 if TYPE_CHECKING:  # the web stack is imported only when an app is made, so `enzh --help` needs none of it
     from fastapi import FastAPI, Request
@@ -656,7 +656,7 @@ class Service:
         except EngineFailed as exc:
             raise ApiError(500, "internal_error", str(exc)) from None
         outputs = [
-            "".join(part if isinstance(part, str) else "".join(results[s] for s in part) for part in layout)
+            "".join(part if isinstance(part, str) else join_parts([results[s] for s in part]) for part in layout)
             for layout in prepared.layouts
         ]
         started = job.started_at if job.started_at is not None else time.monotonic()

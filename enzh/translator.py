@@ -16,7 +16,7 @@ from enzh.batching import pad_batch, plan_batches
 from enzh.decoding import Hypothesis, check_num_return_sequences, generate_nbest
 from enzh.manifest import Manifest, ModelDirError
 from enzh.options import DecodingSettings, RuntimeOptions, TranslateOptions
-from enzh.segment import clean_text, split_sentences
+from enzh.segment import clean_text, join_parts, split_sentences
 from enzh.sessions import ModelSessions
 from enzh.tokenizer import MarianTokenizer
 
@@ -65,7 +65,11 @@ class Translator:
         self.adapter = MarianAdapter.from_manifest(manifest)
         tok = manifest.tokenizer
         self.tokenizer = MarianTokenizer.from_dir(
-            directory, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+            directory,
+            source_spm=tok["source_spm"],
+            target_spm=tok["target_spm"],
+            vocab=tok["vocab"],
+            target_vocab=tok.get("target_vocab"),  # separate vocabularies only
         )
         self.sessions = ModelSessions(directory, manifest, options)
 
@@ -138,7 +142,7 @@ class Translator:
         for ranked in results:
             found = [
                 Alternative(
-                    text="".join(text for text, _ in items),  # Chinese needs no space between parts
+                    text=join_parts([text for text, _ in items]),
                     token_ids=tuple(h.token_ids for _, h in items),
                     scores=tuple(h.score for _, h in items),
                 )

@@ -73,15 +73,20 @@ def write_tokenizer(directory: Path, seed: int = 0, spm_vocab: int = 80) -> dict
 
 def build_tiny_marian(directory: Path, *, seed: int = 0, eos_bias: float = 0.0, **overrides: Any) -> Path:
     """A random MarianMTModel saved with its tokenizer files; ``overrides`` go to MarianConfig."""
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = write_tokenizer(directory, seed)
+    return save_random_marian(directory, len(vocab), seed=seed, eos_bias=eos_bias, **overrides)
+
+
+def save_random_marian(directory: Path, vocab_size: int, *, seed: int, eos_bias: float, **overrides: Any) -> Path:
+    """Save a random MarianMTModel of ``vocab_size`` tokens (pad = the last id) next to tokenizer files."""
     import torch
     from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
-    directory.mkdir(parents=True, exist_ok=True)
-    vocab = write_tokenizer(directory, seed)
-    pad = len(vocab) - 1
+    pad = vocab_size - 1
     settings: dict[str, Any] = dict(
-        vocab_size=len(vocab),
-        decoder_vocab_size=len(vocab),
+        vocab_size=vocab_size,
+        decoder_vocab_size=vocab_size,
         d_model=32,
         encoder_layers=2,
         decoder_layers=2,
@@ -124,6 +129,67 @@ def build_tiny_marian(directory: Path, *, seed: int = 0, eos_bias: float = 0.0, 
     )
     model.save_pretrained(directory)
     return directory
+
+
+GERMAN = (
+    "der die das ein eine Katze Hund Haus Baum Fluss Stadt Morgen Abend Lehrer Buch Kaffee Tee Wasser Zug "
+    "Bahnhof Park Freund Bruder Schwester Wetter heute morgen gestern schön groß klein rot blau grün schnell "
+    "langsam gehen laufen lesen schreiben trinken essen sehen kaufen wo was wann warum wie ist sind war hat"
+).split()
+
+
+def _pieces(spm_file: Path) -> list[str]:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(spm_file))
+    pieces = (sp.id_to_piece(i) for i in range(sp.get_piece_size()))
+    return [p for p in pieces if p not in ("<unk>", "</s>", "<s>")]
+
+
+def build_single_target_marian(
+    directory: Path, *, separate_vocabs: bool, seed: int = 0, eos_bias: float = 0.0, **overrides: Any
+) -> Path:
+    """A tiny random Marian model with one target language, so no ``>>xx<<`` tokens in its vocabulary.
+
+    ``separate_vocabs=False``: en->de shaped, one vocab.json for both sides, shared (tied) embeddings.
+    ``separate_vocabs=True``: zh->en shaped, as transformers converts Marian models whose embeddings are not
+    shared: vocab.json (source pieces) and target_vocab.json (target pieces) of equal size with <pad> last in
+    both, ``separate_vocabs`` in tokenizer_config.json, separate encoder and decoder embeddings.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    en, zh = corpus(seed)
+    rng = random.Random(seed)
+    if separate_vocabs:
+        source_lines, target_lines, languages = zh, en, ("zh", "en")
+    else:
+        target_lines = [
+            " ".join(rng.choice(GERMAN) for _ in range(rng.randint(2, 12))).capitalize() + rng.choice(".?!,")
+            for _ in range(len(en))
+        ]
+        source_lines, languages = en, ("en", "de")
+    train_spm(source_lines, directory / "source.spm", 80)
+    train_spm(target_lines, directory / "target.spm", 80)
+    source, target = _pieces(directory / "source.spm"), _pieces(directory / "target.spm")
+    config: dict[str, Any] = {"source_lang": languages[0], "target_lang": languages[1], "model_max_length": 512}
+    if separate_vocabs:
+        size = 3 + max(len(source), len(target))  # </s>, <unk>, the pieces (filler for the shorter), <pad>
+        for name, pieces in (("vocab.json", source), ("target_vocab.json", target)):
+            table = {"</s>": 0, "<unk>": 1}
+            table.update({piece: 2 + i for i, piece in enumerate(pieces)})
+            table.update({f"▁filler{i}": i for i in range(len(table), size - 1)})
+            table["<pad>"] = size - 1
+            (directory / name).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+        config["separate_vocabs"] = True
+        overrides = {"share_encoder_decoder_embeddings": False, **overrides}
+    else:
+        table = {"</s>": 0, "<unk>": 1}
+        for piece in (*source, *target):
+            table.setdefault(piece, len(table))
+        table["<pad>"] = len(table)
+        (directory / "vocab.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+        size = len(table)
+    (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return save_random_marian(directory, size, seed=seed, eos_bias=eos_bias, **overrides)
 
 
 REFERENCE_CONFIG = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "opus-mt-en-zh"
