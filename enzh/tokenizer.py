@@ -108,7 +108,7 @@ class MarianTokenizer:
             if token not in vocab:
                 raise ValueError(f"{role}_token {token!r} is not in {vocab_name}")
             if target_vocab is not None and target_vocab.get(token) != vocab[token]:
-                # transformers skips the source vocabulary's special ids when decoding, so they must agree
+                # one id per special token for both sides (pad starts decoding, eos ends it, decode skips both)
                 raise ValueError(
                     f"{role}_token {token!r} has id {target_vocab.get(token)} in the target vocabulary and "
                     f"{vocab[token]} in {vocab_name}; Marian's separate vocabularies give special tokens one id"

@@ -200,3 +200,17 @@ def test_parts_are_joined_with_spaces_unless_chinese_or_japanese(pairs: Any) -> 
     assert result.parts > 1
     decoded = [translator.tokenizer.decode(ids) for ids in result.token_ids]
     assert result.text == " ".join(d for d in decoded if d)
+
+
+def test_separate_vocabularies_must_agree_on_special_ids(pairs: Any) -> None:
+    from enzh.tokenizer import MarianTokenizer
+
+    source, _ = pairs("zh-en-separate")
+    target = json.loads((source / "target_vocab.json").read_text(encoding="utf-8"))
+    pad = target.pop("<pad>")
+    target["<pad>"], moved = 5, next(t for t, i in target.items() if i == 5)
+    target[moved] = pad
+    (source / "moved_vocab.json").write_text(json.dumps(target), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"pad_token '<pad>' has id 5 in the target vocabulary and \d+ in"):
+        MarianTokenizer.from_dir(source, target_vocab="moved_vocab.json")
+    assert MarianTokenizer.from_dir(source, target_vocab="target_vocab.json").id_to_token(pad) == "<pad>"
