@@ -186,8 +186,11 @@ def pad_batch(spec: ModelSpec, sources: list[list[int]]) -> tuple[Any, Any]:
     return ids, mask
 
 
-def hf_generate(spec: ModelSpec, sources: list[list[int]], settings: DecodingSettings) -> list[Hypothesis]:
-    """Reference: transformers generate() with the same settings (max_new_tokens = max_length - 1)."""
+def hf_generate(
+    spec: ModelSpec, sources: list[list[int]], settings: DecodingSettings, model: Any = None
+) -> list[Hypothesis]:
+    """Reference: transformers generate() with the same settings (max_new_tokens = max_length - 1), on
+    ``build_model(spec)`` or on ``model`` (a model of the same spec)."""
     kwargs: dict[str, Any] = {
         "num_beams": settings.num_beams,
         "do_sample": False,
@@ -210,7 +213,7 @@ def hf_generate(spec: ModelSpec, sources: list[list[int]], settings: DecodingSet
         kwargs["min_length"] = settings.min_length
     ids, mask = pad_batch(spec, sources)
     with torch.no_grad():
-        model: Any = build_model(spec)
+        model = build_model(spec) if model is None else model
         out = model.generate(ids, attention_mask=mask, **kwargs)
     sequences = out.sequences[:, 1:].tolist()  # strip the decoder start token
     if settings.num_beams > 1:

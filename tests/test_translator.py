@@ -124,8 +124,7 @@ def test_split_sentences():
         "How are you?",
         '"Fine."',
         "Go!",
-        "Next;",
-        "done",
+        "Next; done",  # a semicolon does not end an English sentence
     ]
     assert split_sentences("   ") == []
 

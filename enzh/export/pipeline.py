@@ -27,7 +27,7 @@ from enzh.export.graph import (
     shared_initializers,
 )
 from enzh.export.marian import architecture, collect_weights, generation_defaults
-from enzh.export.source import check_tokenizer_files, load_model, resolve_source
+from enzh.export.source import check_tokenizer_files, load_model, resolve_source, separate_vocabs
 from enzh.export.versions import package_versions
 from enzh.runtime.adapter import LANGUAGE_TOKEN, default_language_token
 from enzh.runtime.errors import ExportError
@@ -37,6 +37,7 @@ from enzh.runtime.progress import progress_steps
 logger = logging.getLogger("enzh")
 
 VOCAB_FILE = "vocab.json.gz"  # the vocabulary as compact gzipped JSON: 65k pieces take 0.5 MB instead of 1.6 MB
+TARGET_VOCAB_FILE = "target_vocab.json.gz"  # separate vocabularies only: the target side's own table
 OPTIONAL_FILES = ("tokenizer_config.json", "README.md")
 
 
@@ -50,6 +51,11 @@ class ExportOptions:
     progress: bool = True
     # Recorded in manifest.json as the source id instead of the resolved directory or hub id.
     source_id: str | None = None
+
+
+def _write_vocab(path: Path, vocab: dict[str, int]) -> None:
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+        packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 def prepare_out_dir(out_dir: Path, force: bool, error: type[Exception] = ExportError) -> None:
@@ -74,7 +80,8 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
     with progress_steps(steps, enabled=options.progress, desc="export") as step:
         step("load model")
         local, source_id, revision = resolve_source(source, options.revision)
-        check_tokenizer_files(local)
+        separate = separate_vocabs(local)
+        check_tokenizer_files(local, separate)
         model = load_model(local)
         config = model.config
         arch = architecture(config)
@@ -96,8 +103,13 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             if (local / name).is_file():
                 shutil.copyfile(local / name, out_dir / name)
         vocab: dict[str, int] = json.loads((local / "vocab.json").read_text(encoding="utf-8"))
-        with open(out_dir / VOCAB_FILE, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
-            packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        _write_vocab(out_dir / VOCAB_FILE, vocab)
+        vocab_files = [VOCAB_FILE]
+        tokenizer = {"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE}
+        if separate:
+            _write_vocab(out_dir / TARGET_VOCAB_FILE, json.loads((local / "target_vocab.json").read_text("utf-8")))
+            vocab_files.append(TARGET_VOCAB_FILE)
+            tokenizer["target_vocab"] = TARGET_VOCAB_FILE
         languages = sorted((tok for tok in vocab if LANGUAGE_TOKEN.fullmatch(tok)), key=vocab.__getitem__)
         default = options.default_target or default_language_token(languages)
         if default is not None and default not in languages:
@@ -105,7 +117,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         unk = vocab.get("<unk>", 1)
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
         shared = shared_initializers(encoder, decoder, store)
-        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", VOCAB_FILE]
+        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", *vocab_files]
         manifest = Manifest(
             model_type="marian",
             precision="fp32",
@@ -132,7 +144,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             languages={"tokens": languages, "default": default},
             max_positions=arch.max_positions,
             generation=generation_defaults(model, int(config.pad_token_id)),
-            tokenizer={"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE},
+            tokenizer=tokenizer,
             exporter=package_versions(),
             shared_initializers=shared,
         )

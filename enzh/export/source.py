@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,26 @@ def load_model(directory: Path) -> Any:
     return model
 
 
-def check_tokenizer_files(local: Path) -> None:
+def separate_vocabs(local: Path) -> bool:
+    """Whether the model's tokenizer has separate source and target vocabularies (transformers'
+    ``separate_vocabs`` in tokenizer_config.json: vocab.json for the source, target_vocab.json for the target)."""
+    path = local / "tokenizer_config.json"
+    if not path.is_file():
+        return False
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{path} is not valid JSON ({exc})") from exc
+    return bool(config.get("separate_vocabs", False)) if isinstance(config, dict) else False
+
+
+def check_tokenizer_files(local: Path, separate: bool) -> None:
     """Refuse a model directory without the Marian tokenizer files the runtime needs."""
-    missing = [name for name in TOKENIZER_FILES if not (local / name).is_file()]
+    needed = (*TOKENIZER_FILES, "target_vocab.json") if separate else TOKENIZER_FILES
+    missing = [name for name in needed if not (local / name).is_file()]
     if missing:
         raise ExportError(
             f"{local} lacks tokenizer file(s) {', '.join(missing)}; a Marian model directory holds "
-            f"{', '.join(TOKENIZER_FILES)} next to config.json"
+            f"{', '.join(needed)} next to config.json"
+            + (" (its tokenizer_config.json sets separate_vocabs)" if separate else "")
         )

@@ -38,7 +38,11 @@ def corpus_shortlist(model_dir: str | os.PathLike[str], texts: Iterable[str], si
     directory = Path(model_dir)
     tok = Manifest.load(directory).tokenizer
     tokenizer = MarianTokenizer.from_dir(
-        directory, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+        directory,
+        source_spm=tok["source_spm"],
+        target_spm=tok["target_spm"],
+        vocab=tok["vocab"],
+        target_vocab=tok.get("target_vocab"),
     )
     ids = tokenizer.frequent_target_ids(texts, size)
     if len(ids) < size + 2:

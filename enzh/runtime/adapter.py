@@ -61,10 +61,16 @@ class MarianAdapter:
         )
 
     def resolve_target(self, target: str | None) -> str | None:
-        """Map a user's target ('zh-Hant', 'cmn_Hant', '>>cmn_Hant<<' or None) to a language token."""
+        """Map a user's target ('zh-Hant', 'cmn_Hant', '>>cmn_Hant<<' or None) to a language token.
+
+        A model whose vocabulary has no ``>>xx<<`` tokens translates into its one target language: it accepts
+        only ``target=None`` (any other value raises, rather than being silently ignored)."""
         if not self.language_tokens:
             if target is not None:
-                raise ValueError(f"this model has no target-language tokens, so target={target!r} cannot be honoured")
+                raise ValueError(
+                    f"this model has no target-language tokens (it translates into a single language), so "
+                    f"target={target!r} cannot be honoured; accepted: None (leave target unset)"
+                )
             return None
         if target is None:
             return self.default_language
@@ -80,6 +86,9 @@ class MarianAdapter:
     def with_language_token(self, text: str, token: str | None) -> str:
         # opus-mt-en-zh needs a target-language token first, or it mixes scripts; never add a second one.
         # Marian only honours a token at position 0, so one after leading spaces is moved there.
+        # Models without language tokens (one target language) get the text exactly as given.
+        if not self.language_tokens:
+            return text
         if LANGUAGE_TOKEN.match(text.lstrip()):
             return text.lstrip()
         return text if token is None else f"{token} {text}"

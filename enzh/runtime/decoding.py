@@ -11,7 +11,7 @@ Read top to bottom:
    (repetition penalty, no-repeat n-gram, bad words, min length, forced eos, renormalization);
 3. the fast path: when the processors only ban fixed tokens, a step is decided from each row's best few
    log-probabilities; exact ties and row-dependent processors fall back to all scores;
-4. :func:`greedy_search`, :func:`beam_search` and :func:`generate`;
+4. :func:`greedy_search`, :func:`beam_search` and :func:`generate` (n-best: :func:`generate_nbest`);
 5. the top-k used by beam search, which also reproduces the order ``torch.topk`` gives equal values.
 
 Both searches drop the rows of finished sentences from the running decoder, so a finished sentence costs
@@ -375,6 +375,30 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
     rank among the first ``num_beams`` compete for the finished slots with a length-penalised score, the best
     ``num_beams`` that do not stop become the next running beams.
     """
+    return [best[0] for best in beam_search_nbest(decoder, batch_size, settings, 1)]
+
+
+def check_num_return_sequences(num_return_sequences: int, num_beams: int) -> None:
+    """HF's rule: at most ``num_beams`` hypotheses per sentence (greedy search: one)."""
+    if isinstance(num_return_sequences, bool) or not isinstance(num_return_sequences, (int, np.integer)):
+        raise TypeError(f"num_return_sequences must be an int, got {type(num_return_sequences).__name__}")
+    if num_beams == 1 and num_return_sequences != 1:
+        raise ValueError(
+            f"num_return_sequences must be 1 with greedy search (num_beams=1), got {num_return_sequences}; "
+            f"beam search with num_beams >= {max(2, num_return_sequences)} returns more"
+        )
+    if not 1 <= num_return_sequences <= num_beams:
+        raise ValueError(
+            f"num_return_sequences must be between 1 and num_beams ({num_beams}), got {num_return_sequences}"
+        )
+
+
+def beam_search_nbest(
+    decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings, num_return_sequences: int
+) -> list[list[Hypothesis]]:
+    """:func:`beam_search` returning the best ``num_return_sequences`` finished hypotheses of every sentence,
+    best first, as ``generate(num_return_sequences=N)`` orders them (with their ``sequences_scores``)."""
+    check_num_return_sequences(num_return_sequences, settings.num_beams)
     if batch_size == 0:
         return []
     num_beams = settings.num_beams
@@ -384,7 +408,7 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
     # Each sentence starts as num_beams identical rows; all but the first get an impossible score so the first
     # step expands only one of them.
     decoder.reorder(np.repeat(np.arange(batch_size, dtype=np.int64), num_beams))
-    results: list[Hypothesis | None] = [None] * batch_size
+    results: list[list[Hypothesis] | None] = [None] * batch_size
     sentence = np.arange(batch_size)  # source sentence of each active sentence slot
     history = np.full((batch_size * num_beams, 1), settings.decoder_start_token_id, dtype=np.int64)
     running_scores = np.zeros((batch_size, num_beams), dtype=np.float32)
@@ -473,8 +497,10 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
         if generated >= max_generated:
             done[:] = True
         for slot in np.flatnonzero(done):
-            tokens = kept_tokens[slot, 0, : kept_lengths[slot, 0]]
-            results[sentence[slot]] = Hypothesis(tuple(tokens.tolist()), float(kept_scores[slot, 0]))
+            results[sentence[slot]] = [
+                Hypothesis(tuple(kept_tokens[slot, j, : kept_lengths[slot, j]].tolist()), float(kept_scores[slot, j]))
+                for j in range(num_return_sequences)
+            ]
         if done.all():
             break
 
@@ -486,7 +512,7 @@ def beam_search(decoder: IncrementalDecoder, batch_size: int, settings: Decoding
         sentence, can_improve, running_scores = sentence[keep], can_improve[keep], running_scores[keep]
         kept_scores, kept_finished = kept_scores[keep], kept_finished[keep]
         kept_tokens, kept_lengths = kept_tokens[keep], kept_lengths[keep]
-    return [hypothesis for hypothesis in results if hypothesis is not None]
+    return [hypotheses for hypotheses in results if hypotheses is not None]
 
 
 def generate(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings) -> list[Hypothesis]:
@@ -494,6 +520,16 @@ def generate(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSet
     if settings.num_beams > 1:
         return beam_search(decoder, batch_size, settings)
     return greedy_search(decoder, batch_size, settings)
+
+
+def generate_nbest(
+    decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings, num_return_sequences: int
+) -> list[list[Hypothesis]]:
+    """The best ``num_return_sequences`` hypotheses of every sentence (1 <= N <= num_beams), best first."""
+    check_num_return_sequences(num_return_sequences, settings.num_beams)
+    if settings.num_beams > 1:
+        return beam_search_nbest(decoder, batch_size, settings, num_return_sequences)
+    return [[hypothesis] for hypothesis in greedy_search(decoder, batch_size, settings)]
 
 
 # ----------------------------------------------------------------------------------------------------------

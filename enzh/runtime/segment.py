@@ -106,6 +106,23 @@ def translate_segmented(text: str, translate: Callable[[list[str]], list[str]]) 
     return join_translations([next(done) if needs_translation(p.text) else p.text for p in pieces], pieces)
 
 
+# Scripts written without spaces between sentences: CJK punctuation, kana, Han, full-width forms.
+_NO_SPACE = re.compile("[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def join_parts(texts: list[str]) -> str:
+    """Join the translations of consecutive parts of one text: nothing between them where either side is
+    Chinese or Japanese (no spaces between sentences there), one space otherwise (e.g. zh->en, en->de)."""
+    out = ""
+    for text in texts:
+        if not text:
+            continue
+        if out and not (_NO_SPACE.match(out[-1]) or _NO_SPACE.match(text[0])):
+            out += " "
+        out += text
+    return out
+
+
 def clean_text(text: str) -> str:
     """Make any Python str encodable: lone surrogates (invalid in UTF-8) become U+FFFD."""
     try:

@@ -138,6 +138,7 @@ class OrtDecoder:
         self._io = sessions.decoder.io_binding()
         self._cross_bound = False
         self._bound: tuple[int, int, bool] | None = None  # (rows, buffer generation, logits) of the binding
+        self._bound_k = 0  # the top_k the top-k outputs are bound for (their shape is [rows, top_k])
         self._generation = 0  # bumped whenever the buffers are reallocated
         self._ids = np.zeros((0, 1), dtype=np.int64)
         self._position = np.zeros(1, dtype=np.int64)
@@ -192,12 +193,19 @@ class OrtDecoder:
                 self._bind(out_name, cache[:rows], output=True)
             self._bind("logits", self._scores[0 if logits else 1, :rows], output=True)
             self._bind("log_probs", self._scores[1, :rows], output=True)
+            self._bound = (rows, self._generation, logits)
+            self._bound_k = 0
+        k = min(max(1, top_k), self.s.scored)  # TopK runs over the scored tokens only
+        if k != self._bound_k:
+            # ONNX Runtime allocates the top-k outputs on the first run and then writes into them, so they only
+            # fit the k they were allocated for: rebind them (alone) whenever k changes, e.g. when min_length is
+            # reached and eos stops being banned.
             io.bind_output("top_log_probs")
             io.bind_output("top_ids")
-            self._bound = (rows, self._generation, logits)
+            self._bound_k = k
         self._ids[:rows, 0] = tokens
         self._position[0] = self.position
-        self._top_k[0] = min(max(1, top_k), self.s.scored)  # TopK runs over the scored tokens only
+        self._top_k[0] = k
         self.s.decoder.run_with_iobinding(io)
         outputs = io.get_outputs()
         self.position += 1

@@ -6,7 +6,9 @@ Gives the same ids and strings as ``transformers.MarianTokenizer`` (checked agai
 * ``encode(text)`` == ``MarianTokenizer(...)(text)["input_ids"]``
 * ``decode(ids)`` == ``MarianTokenizer(...).decode(ids, skip_special_tokens=True)``
 
-Only the shared-vocabulary layout (one ``vocab.json``, as in Helsinki-NLP/opus-mt-en-zh) is supported.
+Both vocabulary layouts: one ``vocab.json`` for both sides (Helsinki-NLP/opus-mt-en-zh), or, for models
+converted with separate source and target vocabularies (``separate_vocabs`` in tokenizer_config.json),
+``vocab.json`` for the source and ``target_vocab.json`` for the target (pass ``target_vocab``).
 The comments marked "quirk" describe transformers behaviour that is reproduced on purpose. Deliberate
 differences: clearer errors (text with a lone surrogate -> ValueError where transformers raises an opaque
 RuntimeError; eos/pad missing from vocab.json -> ValueError instead of silently adding tokens).
@@ -95,13 +97,22 @@ class MarianTokenizer:
         eos_token: str = "</s>",
         pad_token: str = "<pad>",
         vocab_name: str = "vocab.json",
+        target_vocab: dict[str, int] | None = None,
     ) -> None:
-        """Low-level constructor from loaded ``SentencePieceProcessor`` objects; prefer :meth:`from_dir`."""
+        """Low-level constructor from loaded ``SentencePieceProcessor`` objects; prefer :meth:`from_dir`.
+        ``target_vocab``: the target side's own token -> id table (separate vocabularies); by default the
+        target side shares ``vocab``."""
         for role, token in (("unk", unk_token), ("eos", eos_token), ("pad", pad_token)):
             if not isinstance(token, str) or not token:
                 raise TypeError(f"{role}_token must be a non-empty str, got {token!r}")
             if token not in vocab:
                 raise ValueError(f"{role}_token {token!r} is not in {vocab_name}")
+            if target_vocab is not None and target_vocab.get(token) != vocab[token]:
+                # one id per special token for both sides (pad starts decoding, eos ends it, decode skips both)
+                raise ValueError(
+                    f"{role}_token {token!r} has id {target_vocab.get(token)} in the target vocabulary and "
+                    f"{vocab[token]} in {vocab_name}; Marian's separate vocabularies give special tokens one id"
+                )
         self._sp_source = source_spm
         self._sp_target = target_spm
         self._encoder: dict[str, int] = dict(vocab)
@@ -112,8 +123,10 @@ class MarianTokenizer:
         # quirk: vocab_size is len(vocab.json), not max id + 1 (the two agree for the opus layout).
         self.vocab_size = len(vocab)
 
-        # id -> token; an id listed twice keeps the later token (transformers inverts the dict the same way).
-        self._decoder: dict[int, str] = {idx: token for token, idx in vocab.items()}
+        # Target side: token -> id and id -> token; an id listed twice keeps the later token (transformers
+        # inverts the dict the same way). Separate vocabularies decode through the target's own table.
+        self._target_encoder: dict[str, int] = dict(vocab if target_vocab is None else target_vocab)
+        self._decoder: dict[int, str] = {idx: token for token, idx in self._target_encoder.items()}
         # source spm id -> vocab id (the spm unk id is handled by string, see _chunk_ids).
         self._sp_source_unk: int = source_spm.unk_id()
         self._spm_to_vocab = [
@@ -145,8 +158,10 @@ class MarianTokenizer:
         unk_token: str = "<unk>",
         eos_token: str = "</s>",
         pad_token: str = "<pad>",
+        target_vocab: str | None = None,
     ) -> MarianTokenizer:
-        """Load ``source.spm``, ``target.spm`` and ``vocab.json`` from a Marian model directory."""
+        """Load ``source.spm``, ``target.spm`` and ``vocab.json`` from a Marian model directory, and
+        ``target_vocab`` (e.g. ``target_vocab.json``) when the model has separate vocabularies."""
         directory = Path(path)
         if not directory.is_dir():
             raise FileNotFoundError(
@@ -154,7 +169,7 @@ class MarianTokenizer:
                 f"(expected {source_spm}, {target_spm} and {vocab} in it)"
             )
         files = {}
-        for name in (source_spm, target_spm, vocab):
+        for name in (source_spm, target_spm, vocab, *([target_vocab] if target_vocab else [])):
             file = directory / name
             if not file.is_file():
                 raise FileNotFoundError(f"tokenizer file {name!r} not found in directory {str(directory)!r}")
@@ -167,6 +182,7 @@ class MarianTokenizer:
             eos_token=eos_token,
             pad_token=pad_token,
             vocab_name=str(files[vocab]),
+            target_vocab=_load_vocab(files[target_vocab]) if target_vocab else None,
         )
 
     # ------------------------------------------------------------------ lookups
@@ -181,7 +197,7 @@ class MarianTokenizer:
         counts: collections.Counter[int] = collections.Counter()
         for text in texts:
             for piece in self._sp_target.encode(text, out_type=str):
-                counts[self._encoder.get(piece, self.unk_id)] += 1
+                counts[self._target_encoder.get(piece, self.unk_id)] += 1
         for special in (self.eos_id, self.unk_id, self.pad_id):
             counts.pop(special, None)
         ranked = sorted(counts, key=lambda token: (-counts[token], token))
@@ -192,7 +208,8 @@ class MarianTokenizer:
         return self._encoder.get(token)
 
     def id_to_token(self, idx: int) -> str | None:
-        """Token of ``idx`` in vocab.json, or None when no token has that id."""
+        """Token of the target id ``idx`` (in vocab.json, or in target_vocab.json with separate vocabularies),
+        or None when no token has that id."""
         return self._decoder.get(idx)
 
     def __repr__(self) -> str:

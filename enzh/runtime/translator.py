@@ -13,10 +13,10 @@ from pathlib import Path
 
 from enzh.runtime.adapter import MarianAdapter
 from enzh.runtime.batching import pad_batch, plan_batches
-from enzh.runtime.decoding import Hypothesis, generate
+from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
-from enzh.runtime.segment import clean_text, split_sentences
+from enzh.runtime.segment import clean_text, join_parts, split_sentences
 from enzh.runtime.sessions import ModelSessions
 from enzh.runtime.tokenizer import MarianTokenizer
 
@@ -34,6 +34,15 @@ def default_max_new_tokens(source_len: int, limit: int) -> int:
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """One of an input's n-best translations: the k-th best hypothesis of every part it was split into."""
+
+    text: str
+    token_ids: tuple[tuple[int, ...], ...]
+    scores: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class Translation:
     """One input's translation with the token ids and score of every part it was split into."""
 
@@ -41,6 +50,9 @@ class Translation:
     token_ids: tuple[tuple[int, ...], ...]
     scores: tuple[float, ...]
     parts: int
+    alternatives: tuple[Alternative, ...] = ()
+    """With ``translate_detailed(..., alternatives=N)``: the N best translations, best first (the first is this
+    translation); empty otherwise. A blank input has one, the empty translation."""
 
 
 class Translator:
@@ -53,7 +65,11 @@ class Translator:
         self.adapter = MarianAdapter.from_manifest(manifest)
         tok = manifest.tokenizer
         self.tokenizer = MarianTokenizer.from_dir(
-            directory, source_spm=tok["source_spm"], target_spm=tok["target_spm"], vocab=tok["vocab"]
+            directory,
+            source_spm=tok["source_spm"],
+            target_spm=tok["target_spm"],
+            vocab=tok["vocab"],
+            target_vocab=tok.get("target_vocab"),  # separate vocabularies only
         )
         self.sessions = ModelSessions(directory, manifest, options)
 
@@ -97,10 +113,15 @@ class Translator:
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
         target: str | None = None,
+        alternatives: int | None = None,
     ) -> list[Translation]:
+        """Translate each text, with token ids and scores; ``alternatives=N`` also returns each text's N best
+        translations (N <= the beam size: beam search's n-best, in ``generate(num_return_sequences=N)``'s
+        order and with its ``sequences_scores``)."""
         options = TranslateOptions(beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
         texts = _check_texts(texts)
         token = self.adapter.resolve_target(options.target)
+        count = 1 if alternatives is None else self._check_alternatives(alternatives, options.beam_size)
         # Each input becomes one or more parts that fit the model's positions (nothing is truncated).
         parts: list[list[int]] = []
         owner: list[int] = []
@@ -108,21 +129,51 @@ class Translator:
             for ids in self._encode_parts(clean_text(text), token):
                 parts.append(ids)
                 owner.append(index)
-        hyps = self.generate_ids(parts, beam_size=options.beam_size, max_new_tokens=options.max_new_tokens)
-        decoded = self.tokenizer.decode_batch([h.token_ids for h in hyps])
-        results: list[list[tuple[str, Hypothesis]]] = [[] for _ in texts]
-        for index, text, hyp in zip(owner, decoded, hyps, strict=True):
-            results[index].append((text, hyp))
-        return [
-            Translation(
-                # Chinese needs no space between translated parts.
-                text="".join(text for text, _ in items),
-                token_ids=tuple(h.token_ids for _, h in items),
-                scores=tuple(h.score for _, h in items),
-                parts=len(items),
+        nbest = self.generate_nbest_ids(
+            parts, num_return_sequences=count, beam_size=options.beam_size, max_new_tokens=options.max_new_tokens
+        )
+        decoded = self.tokenizer.decode_batch([h.token_ids for hyps in nbest for h in hyps])
+        # results[input][k]: the k-th best (text, hypothesis) of each of the input's parts
+        results: list[list[list[tuple[str, Hypothesis]]]] = [[[] for _ in range(count)] for _ in texts]
+        for n, (index, hyps) in enumerate(zip(owner, nbest, strict=True)):
+            for k, hyp in enumerate(hyps):
+                results[index][k].append((decoded[n * count + k], hyp))
+        translations = []
+        for ranked in results:
+            found = [
+                Alternative(
+                    text=join_parts([text for text, _ in items]),
+                    token_ids=tuple(h.token_ids for _, h in items),
+                    scores=tuple(h.score for _, h in items),
+                )
+                for items in (ranked if ranked[0] else ranked[:1])  # a blank input: one empty translation
+            ]
+            best = found[0]
+            translations.append(
+                Translation(
+                    text=best.text,
+                    token_ids=best.token_ids,
+                    scores=best.scores,
+                    parts=len(best.token_ids),
+                    alternatives=tuple(found) if alternatives is not None else (),
+                )
             )
-            for items in results
-        ]
+        return translations
+
+    def _check_alternatives(self, count: object, beam_size: int | None) -> int:
+        """``alternatives`` hypotheses per text need at least that many beams (HF's num_return_sequences rule)."""
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"alternatives must be an int or None, got {type(count).__name__}")
+        beams = beam_size if beam_size is not None else int(self.adapter.generation.get("num_beams", 1))
+        if count < 1:
+            raise ValueError(f"alternatives must be between 1 and the beam size ({beams}), or None, got {count}")
+        if count > beams:
+            raise ValueError(
+                f"alternatives={count} needs beam search with at least {count} beams, but the beam size is {beams}"
+                f"{' (the model default)' if beam_size is None else ''}; pass alternatives between 1 and {beams}, "
+                f"or beam_size >= {count}"
+            )
+        return count
 
     def _encode_parts(self, text: str, language_token: str | None) -> list[list[int]]:
         """Source ids of ``text`` split into parts of at most max_positions tokens; [] for blank text."""
@@ -180,6 +231,28 @@ class Translator:
         **overrides: object,
     ) -> list[Hypothesis]:
         """Decode source id lists (each ending in eos) into hypotheses, batched by length, in input order."""
+        if "num_return_sequences" in overrides:
+            raise TypeError("generate_ids() returns one hypothesis per source; for n-best use generate_nbest_ids()")
+        nbest = self.generate_nbest_ids(
+            sources, num_return_sequences=1, beam_size=beam_size, max_new_tokens=max_new_tokens, **overrides
+        )
+        return [hyps[0] for hyps in nbest]
+
+    def generate_nbest_ids(
+        self,
+        sources: Sequence[Sequence[int]],
+        *,
+        num_return_sequences: int,
+        beam_size: int | None = None,
+        max_new_tokens: int | None = None,
+        **overrides: object,
+    ) -> list[list[Hypothesis]]:
+        """Like :meth:`generate_ids`, with the ``num_return_sequences`` best hypotheses of every source, best
+        first: ``generate(num_return_sequences=N)``'s sequences, order and ``sequences_scores``. N must be
+        between 1 and the beam size (greedy search: 1)."""
+        # The settings are checked before any work (the output bound does not change what they accept).
+        beams = self.settings(max_new_tokens=1, beam_size=beam_size, **overrides).num_beams
+        check_num_return_sequences(num_return_sequences, beams)
         limit = self.adapter.max_positions - 1
         generation_limit = int(self.adapter.generation.get("max_length", limit + 1)) - 1
         for i, source in enumerate(sources):
@@ -200,15 +273,15 @@ class Translator:
             max_batch=self.options.max_batch_size,
             group=bound,
         )
-        results: list[Hypothesis | None] = [None] * len(sources)
+        results: list[list[Hypothesis] | None] = [None] * len(sources)
         for batch in batches:
             settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
             decoder = self.sessions.decoder_for(self.sessions.encode(ids, mask), capacity=settings.max_length)
-            hypotheses = generate(decoder, len(batch), settings)
+            hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
             del decoder  # its cache is freed before the next batch is encoded (lower peak memory)
-            for i, hyp in zip(batch, hypotheses, strict=True):
-                results[i] = hyp
+            for i, hyps in zip(batch, hypotheses, strict=True):
+                results[i] = hyps
         return [r for r in results if r is not None]
 
 
@@ -223,4 +296,4 @@ def _check_texts(texts: object) -> list[str]:
     return list(texts)
 
 
-__all__ = ["ModelDirError", "Translation", "Translator"]
+__all__ = ["Alternative", "ModelDirError", "Translation", "Translator"]

@@ -19,7 +19,7 @@ from typing import Any
 from starlette.requests import Request
 
 from enzh.runtime.default_model import DEMO_NAME, is_default_model
-from enzh.runtime.segment import clean_text, split_sentences
+from enzh.runtime.segment import clean_text, join_parts, split_sentences
 from enzh.serve.errors import ApiError
 from enzh.serve.metrics import Metrics
 from enzh.serve.options import ServeOptions
@@ -237,7 +237,7 @@ class Service:
         job = self._submit(self.scheduler, prepared, beam_size)
         results = await self._results(self.scheduler, job, deadline, request)
         outputs = [
-            "".join(part if isinstance(part, str) else "".join(results[s] for s in part) for part in layout)
+            "".join(part if isinstance(part, str) else join_parts([results[s] for s in part]) for part in layout)
             for layout in prepared.layouts
         ]
         started = job.started_at if job.started_at is not None else time.monotonic()

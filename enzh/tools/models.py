@@ -130,15 +130,20 @@ def _write_vocab(directory: Path, vocab: dict[str, int]) -> None:
 
 def build_tiny_marian(directory: Path, *, seed: int = 0, eos_bias: float = 0.0, **overrides: Any) -> Path:
     """A random MarianMTModel saved with its tokenizer files; ``overrides`` go to MarianConfig."""
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab = write_tokenizer(directory, seed)
+    return save_random_marian(directory, len(vocab), seed=seed, eos_bias=eos_bias, **overrides)
+
+
+def save_random_marian(directory: Path, vocab_size: int, *, seed: int, eos_bias: float, **overrides: Any) -> Path:
+    """Save a random MarianMTModel of ``vocab_size`` tokens (pad = the last id) next to tokenizer files."""
     import torch
     from transformers import GenerationConfig, MarianConfig, MarianMTModel
 
-    directory.mkdir(parents=True, exist_ok=True)
-    vocab = write_tokenizer(directory, seed)
-    pad = len(vocab) - 1
+    pad = vocab_size - 1
     settings: dict[str, Any] = dict(
-        vocab_size=len(vocab),
-        decoder_vocab_size=len(vocab),
+        vocab_size=vocab_size,
+        decoder_vocab_size=vocab_size,
         d_model=32,
         encoder_layers=2,
         decoder_layers=2,

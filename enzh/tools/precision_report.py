@@ -446,7 +446,8 @@ def notes(results: dict[str, Any]) -> list[str]:
         " created (fp32-sized weights in memory, half the download). It is a storage format; it does not switch a"
         " GPU to fp16 arithmetic.",
         "* **Sizes** are decimal megabytes of the whole directory (graphs, weights.bin, tokenizer files, manifest),"
-        " checked by `tests/quantize/test_quantize_end_to_end.py::test_shaped_model_size_gates` (int8 ≤ 80 MB, int4 ≤ 50 MB). The"
+        " checked by `tests/quantize/test_quantize_end_to_end.py::test_shaped_model_size_gates` (int8 ≤ 80 MB,"
+        " int4 ≤ 50 MB). The"
         " vocabulary is stored as compact gzipped JSON (`vocab.json.gz`).",
         f"* **Peak memory** is dominated by decoding, not by the weights. After loading, int8 holds"
         f" {get(rows, i8, 'loaded_mib', '.0f')} MiB (fp32 {get(rows, 'fp32', 'loaded_mib', '.0f')} MiB; Python, numpy"
