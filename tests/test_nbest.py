@@ -206,9 +206,9 @@ def test_translate_detailed_alternatives(tiny_export: Any) -> None:
         assert [a.scores[0] for a in result.alternatives] == sorted(
             (a.scores[0] for a in result.alternatives), reverse=True
         )
-    for blank in detailed[5:]:
-        assert blank.text == "" and blank.parts == 0
-        assert [(a.text, a.token_ids) for a in blank.alternatives] == [("", ())]
+    for blank, sent in zip(detailed[5:], sentences[5:], strict=True):
+        assert blank.text == sent and blank.parts == 0  # blank text comes back as sent
+        assert [(a.text, a.token_ids) for a in blank.alternatives] == [(sent, ())]
     # The model default beam size (4, from generation_config) applies when beam_size is not given.
     default = translator.translate_detailed(sentences[:2], max_new_tokens=MAX_NEW, alternatives=4)
     assert all(len(t.alternatives) == 4 for t in default)

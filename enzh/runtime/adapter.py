@@ -60,6 +60,13 @@ class MarianAdapter:
             generation=dict(manifest.generation),
         )
 
+    @property
+    def into_chinese(self) -> bool:
+        """Whether the model translates into Chinese (its target tokens are Chinese ones, like opus-mt-en-zh's):
+        then text without Latin letters is already Chinese and is returned unchanged, not translated."""
+        # Chinese ISO 639-3 codes of the Tatoeba eng-zho target side (cmn, yue, wuu, ...) and zho/zh itself.
+        return any(re.match(r">>(cmn|yue|wuu|gan|hak|nan|lzh|zho|zh)(_|<<)", t) for t in self.language_tokens)
+
     def resolve_target(self, target: str | None) -> str | None:
         """Map a user's target ('zh-Hant', 'cmn_Hant', '>>cmn_Hant<<' or None) to a language token.
 

@@ -16,7 +16,15 @@ from enzh.runtime.batching import pad_batch, plan_batches
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
-from enzh.runtime.segment import clean_text, join_parts, split_sentences
+from enzh.runtime.segment import (
+    Piece,
+    clean_text,
+    join_parts,
+    join_translations,
+    needs_translation,
+    split_sentences,
+    split_text,
+)
 from enzh.runtime.sessions import ModelSessions
 from enzh.runtime.tokenizer import MarianTokenizer
 
@@ -40,6 +48,14 @@ class Alternative:
     text: str
     token_ids: tuple[tuple[int, ...], ...]
     scores: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    """One input text, segmented: its pieces (sentence + the layout after it) and each piece's model inputs."""
+
+    pieces: tuple[Piece, ...]
+    sources: tuple[tuple[list[int], ...], ...]
 
 
 @dataclass(frozen=True)
@@ -100,7 +116,10 @@ class Translator:
         max_new_tokens: int | None = None,
         target: str | None = None,
     ) -> list[str]:
-        """Translate each text; returns one string per input, in order. Empty or blank input gives ''."""
+        """Translate each text; returns one string per input, in order.
+
+        Every text is split into sentences (one model input each) and rejoined with its line breaks, blank
+        lines and indentation as sent; blank text, and text that is already Chinese, comes back unchanged."""
         return [
             t.text
             for t in self.translate_detailed(texts, beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
@@ -122,32 +141,29 @@ class Translator:
         texts = _check_texts(texts)
         token = self.adapter.resolve_target(options.target)
         count = 1 if alternatives is None else self._check_alternatives(alternatives, options.beam_size)
-        # Each input becomes one or more parts that fit the model's positions (nothing is truncated).
-        parts: list[list[int]] = []
-        owner: list[int] = []
-        for index, text in enumerate(texts):
-            for ids in self._encode_parts(clean_text(text), token):
-                parts.append(ids)
-                owner.append(index)
+        # Each text becomes sentences (one model input each, or several parts when a sentence is longer than the
+        # model's positions: nothing is truncated) and the layout between them.
+        prepared = [self.prepare_text(text, token) for text in texts]
+        sources = [ids for text in prepared for piece in text.sources for ids in piece]
         nbest = self.generate_nbest_ids(
-            parts, num_return_sequences=count, beam_size=options.beam_size, max_new_tokens=options.max_new_tokens
+            sources, num_return_sequences=count, beam_size=options.beam_size, max_new_tokens=options.max_new_tokens
         )
-        decoded = self.tokenizer.decode_batch([h.token_ids for hyps in nbest for h in hyps])
-        # results[input][k]: the k-th best (text, hypothesis) of each of the input's parts
-        results: list[list[list[tuple[str, Hypothesis]]]] = [[[] for _ in range(count)] for _ in texts]
-        for n, (index, hyps) in enumerate(zip(owner, nbest, strict=True)):
-            for k, hyp in enumerate(hyps):
-                results[index][k].append((decoded[n * count + k], hyp))
+        decoded = iter(self.tokenizer.decode_batch([h.token_ids for hyps in nbest for h in hyps]))
+        ranked = iter([[(next(decoded), h) for h in hyps] for hyps in nbest])
         translations = []
-        for ranked in results:
-            found = [
-                Alternative(
-                    text=join_parts([text for text, _ in items]),
-                    token_ids=tuple(h.token_ids for _, h in items),
-                    scores=tuple(h.score for _, h in items),
+        for text in prepared:
+            # per piece, per part: the count best (text, hypothesis)
+            outputs = [[next(ranked) for _ in piece] for piece in text.sources]
+            found = []
+            for k in range(count if any(text.sources) else 1):
+                parts = [[part[k] for part in piece] for piece in outputs]
+                found.append(
+                    Alternative(
+                        text=self.assemble_text(text, [[t for t, _ in piece] for piece in parts]),
+                        token_ids=tuple(h.token_ids for piece in parts for _, h in piece),
+                        scores=tuple(h.score for piece in parts for _, h in piece),
+                    )
                 )
-                for items in (ranked if ranked[0] else ranked[:1])  # a blank input: one empty translation
-            ]
             best = found[0]
             translations.append(
                 Translation(
@@ -159,6 +175,29 @@ class Translator:
                 )
             )
         return translations
+
+    def prepare_text(self, text: str, language_token: str | None) -> PreparedText:
+        """The segmentation stage every entry point shares: ``text``'s sentences and the source ids of each
+        sentence the model translates (none for blank pieces, or for text that is already Chinese when the
+        model translates into Chinese)."""
+        pieces = tuple(split_text(clean_text(text)))
+        keep_chinese = self.adapter.into_chinese
+        sources = tuple(
+            tuple(self._encode_parts(piece.text, language_token))
+            if piece.text and (needs_translation(piece.text) or not keep_chinese)
+            else ()
+            for piece in pieces
+        )
+        return PreparedText(pieces, sources)
+
+    def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
+        """The text from its pieces' translations (``outputs[i]``: one string per model input of piece i):
+        line breaks and blank lines as sent, no space between Chinese sentences."""
+        texts = [
+            join_parts(list(out)) if sources else piece.text
+            for piece, sources, out in zip(prepared.pieces, prepared.sources, outputs, strict=True)
+        ]
+        return join_translations(texts, prepared.pieces)
 
     def _check_alternatives(self, count: object, beam_size: int | None) -> int:
         """``alternatives`` hypotheses per text need at least that many beams (HF's num_return_sequences rule)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from typing import Any
 from starlette.requests import Request
 
 from enzh.runtime.default_model import DEMO_NAME, is_default_model
-from enzh.runtime.segment import clean_text, join_parts, split_sentences
 from enzh.serve.errors import ApiError
 from enzh.serve.metrics import Metrics
 from enzh.serve.options import ServeOptions
@@ -28,13 +26,12 @@ from enzh.serve.scheduler import EngineFailed, Job, QueueFull, Scheduler, Schedu
 logger = logging.getLogger("enzh")
 
 WARMUP_TEXT = "The weather is nice today."
-_NEWLINE = re.compile(r"(\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
 
 
 @dataclass
 class _Prepared:
-    sources: list[list[int]]
-    layouts: list[list[str | list[int]]]  # per text: literal separators and unit slots to join
+    sources: list[list[int]]  # every model input of the request, in order
+    texts: list[Any]  # per text: the translator's PreparedText (sentences and layout)
     sentences: int
 
 
@@ -186,29 +183,12 @@ class Service:
         return token
 
     def prepare(self, texts: list[str], token: str | None) -> _Prepared:
-        """Split every text into lines and sentences, and encode each sentence into units (CPU, no model)."""
-        translator = self.translator
-        sources: list[list[int]] = []
-        layouts: list[list[str | list[int]]] = []
-        sentences = 0
-        for raw in texts:
-            text = clean_text(raw)
-            layout: list[str | list[int]] = []
-            if text.strip():
-                for piece in _NEWLINE.split(text):
-                    if _NEWLINE.fullmatch(piece):
-                        layout.append(piece)
-                        continue
-                    slots: list[int] = []
-                    for sentence in split_sentences(piece):
-                        sentences += 1
-                        # the translator's own encoding: one unit, or several parts if the sentence is too long
-                        for ids in translator._encode_parts(sentence, token):
-                            slots.append(len(sources))
-                            sources.append(ids)
-                    layout.append(slots)
-            layouts.append(layout)
-        return _Prepared(sources, layouts, sentences)
+        """Segment every text the way the translator does (the one segmentation stage of every entry point) and
+        collect the model inputs of all its sentences (CPU, no model)."""
+        prepared = [self.translator.prepare_text(text, token) for text in texts]
+        sources = [ids for text in prepared for piece in text.sources for ids in piece]
+        sentences = sum(1 for text in prepared for piece in text.sources if piece)
+        return _Prepared(sources, prepared, sentences)
 
     async def translate(
         self,
@@ -236,9 +216,10 @@ class Service:
             prepared = self.prepare(texts, token)
         job = self._submit(self.scheduler, prepared, beam_size)
         results = await self._results(self.scheduler, job, deadline, request)
+        done = iter(results)
         outputs = [
-            "".join(part if isinstance(part, str) else join_parts([results[s] for s in part]) for part in layout)
-            for layout in prepared.layouts
+            self.translator.assemble_text(text, [[next(done) for _ in piece] for piece in text.sources])
+            for text in prepared.texts
         ]
         started = job.started_at if job.started_at is not None else time.monotonic()
         timing = {

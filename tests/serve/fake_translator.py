@@ -2,7 +2,8 @@
 (or as slow as asked), deterministic.
 
 It has what the service uses: ``adapter`` (the real MarianAdapter, with the demo model's two target tokens),
-``_encode_parts``, ``generate_ids`` and ``tokenizer.decode_batch``. A sentence's ids are the code points of
+``prepare_text``/``assemble_text`` (the real ones), ``_encode_parts``, ``generate_ids`` and
+``tokenizer.decode_batch``. A sentence's ids are the code points of
 the sentence behind its target token, and its "translation" is the sentence in upper case, marked ``(Hant)``
 for Traditional: see :func:`fake_translation`.
 """
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 
 from enzh.runtime.adapter import LANGUAGE_TOKEN, MarianAdapter
+from enzh.runtime.translator import Translator
 
 HANS, HANT = ">>cmn_Hans<<", ">>cmn_Hant<<"
 
@@ -45,6 +47,10 @@ class FakeTranslator:
         self.delay_s = delay_s
         self.batches: list[tuple[int, int | None]] = []
         self._lock = threading.Lock()
+
+    # The real segmentation stage (it needs only the adapter and _encode_parts below).
+    prepare_text = Translator.prepare_text
+    assemble_text = Translator.assemble_text
 
     def _encode_parts(self, text: str, language_token: str | None) -> list[list[int]]:
         if not text.strip():

@@ -28,7 +28,7 @@ def test_overload_answers_429_with_retry_after_and_no_5xx():
                 assert int(r.headers["retry-after"]) >= 1
                 assert r.json()["error"]["code"] == "queue_full"
         ok = {json.dumps(r.json()["translations"]) for r in responses if r.status_code == 200}
-        assert ok == {json.dumps(["".join(fake_translation(s) for s in SENTENCES[:2])])}  # all the same, right answer
+        assert ok == {json.dumps([" ".join(fake_translation(s) for s in SENTENCES[:2])])}  # all the same, right answer
         metrics = client.get("/metrics").text
         assert metric_value(metrics, "enzh_rejections_total", reason="queue_full") == statuses.count(429)
         assert client.post("/v1/translate", json=payload).status_code == 200
