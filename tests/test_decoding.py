@@ -24,7 +24,7 @@ from transformers import GenerationConfig, MarianConfig, MarianMTModel  # noqa: 
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache  # noqa: E402
 from transformers.generation import logits_process as hf_processors  # noqa: E402
 
-from enzh.runtime import decoding  # noqa: E402
+from enzh.runtime import decoding, processors, topk  # noqa: E402
 from enzh.runtime.decoding import Hypothesis, Step, beam_search, generate, greedy_search  # noqa: E402
 from enzh.runtime.options import DecodingSettings  # noqa: E402
 
@@ -339,7 +339,7 @@ def test_cases_cover_enough_sentences_and_lengths() -> None:
 
 
 # Found by a long randomized comparison: exact float32 ties between beam candidates, which torch.topk orders
-# its own way (its CPU kernel uses std::partial_sort / std::nth_element; see enzh.runtime.decoding._top_k).
+# its own way (its CPU kernel uses std::partial_sort / std::nth_element; see enzh.runtime.topk.torch_top_k).
 TIE_CASES: dict[str, tuple[ModelSpec, dict[str, Any], int]] = {
     "tie-within-one-beam": (
         ModelSpec(12, 200, 48, 2, 2, True, True, 0.15, False, (1.0, 50.0)),
@@ -511,26 +511,26 @@ def test_processors_match_hf(seed: int) -> None:
     ids, values = torch.from_numpy(history), torch.from_numpy(scores)
     bad = ((3,), (1, 2), (4, 5, 1), (0,), (7,))
     pairs: list[tuple[Any, Any]] = [
-        (lambda x: decoding.repetition_penalty(history, x, 1.3), hf_processors.RepetitionPenaltyLogitsProcessor(1.3)),
-        (lambda x: decoding.repetition_penalty(history, x, 0.7), hf_processors.RepetitionPenaltyLogitsProcessor(0.7)),
-        (lambda x: decoding.no_repeat_ngram(history, x, 1), hf_processors.NoRepeatNGramLogitsProcessor(1)),
-        (lambda x: decoding.no_repeat_ngram(history, x, 2), hf_processors.NoRepeatNGramLogitsProcessor(2)),
-        (lambda x: decoding.no_repeat_ngram(history, x, 3), hf_processors.NoRepeatNGramLogitsProcessor(3)),
-        (lambda x: decoding.no_repeat_ngram(history, x, 13), hf_processors.NoRepeatNGramLogitsProcessor(13)),
+        (lambda x: processors.repetition_penalty(history, x, 1.3), hf_processors.RepetitionPenaltyLogitsProcessor(1.3)),
+        (lambda x: processors.repetition_penalty(history, x, 0.7), hf_processors.RepetitionPenaltyLogitsProcessor(0.7)),
+        (lambda x: processors.no_repeat_ngram(history, x, 1), hf_processors.NoRepeatNGramLogitsProcessor(1)),
+        (lambda x: processors.no_repeat_ngram(history, x, 2), hf_processors.NoRepeatNGramLogitsProcessor(2)),
+        (lambda x: processors.no_repeat_ngram(history, x, 3), hf_processors.NoRepeatNGramLogitsProcessor(3)),
+        (lambda x: processors.no_repeat_ngram(history, x, 13), hf_processors.NoRepeatNGramLogitsProcessor(13)),
         (
-            lambda x: decoding.bad_words(history, x, bad, eos=0),
+            lambda x: processors.bad_words(history, x, bad, eos=0),
             hf_processors.NoBadWordsLogitsProcessor([list(b) for b in bad], eos_token_id=0),
         ),
-        (lambda x: decoding.min_length(history, x, 13, eos=2), hf_processors.MinLengthLogitsProcessor(13, 2)),
-        (lambda x: decoding.min_length(history, x, 12, eos=2), hf_processors.MinLengthLogitsProcessor(12, 2)),
-        (lambda x: decoding.forced_eos(history, x, 13, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(13, 4)),
-        (lambda x: decoding.forced_eos(history, x, 14, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(14, 4)),
+        (lambda x: processors.min_length(history, x, 13, eos=2), hf_processors.MinLengthLogitsProcessor(13, 2)),
+        (lambda x: processors.min_length(history, x, 12, eos=2), hf_processors.MinLengthLogitsProcessor(12, 2)),
+        (lambda x: processors.forced_eos(history, x, 13, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(13, 4)),
+        (lambda x: processors.forced_eos(history, x, 14, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(14, 4)),
     ]
     for ours_fn, processor in pairs:
         expected = processor(ids, values.clone()).numpy()
         np.testing.assert_array_equal(ours_fn(scores.copy()), expected, err_msg=type(processor).__name__)
     normalized = hf_processors.LogitNormalization()(ids, values.clone()).numpy()
-    np.testing.assert_allclose(decoding.log_softmax(scores), normalized, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(processors.log_softmax(scores), normalized, rtol=0, atol=2e-6)
 
 
 @pytest.mark.parametrize("width", [*range(1, 20), 24, 63, 64, 65, 200, 640, 4000, 4 * 65001])
@@ -553,7 +553,7 @@ def test_top_k_matches_torch_topk_even_with_ties(width: int) -> None:
             values = np.full((rows, width), -np.inf, dtype=np.float32)
             values[:, rng.integers(0, width, size=3)] = -1.0
         expected = torch.topk(torch.from_numpy(values), k).indices.numpy()
-        np.testing.assert_array_equal(decoding._top_k(values, k), expected, err_msg=f"{kind=} {k=}")
+        np.testing.assert_array_equal(topk.torch_top_k(values, k), expected, err_msg=f"{kind=} {k=}")
 
 
 def test_decoding_module_imports_only_numpy() -> None:
@@ -631,7 +631,7 @@ def test_ties_are_decided_from_all_scores(num_beams: int, monkeypatch: pytest.Mo
     settings = scripted_settings(num_beams, renormalize_logits=True, forced_eos_token_id=EOS)
     everywhere = _count_full_score_steps(monkeypatch)
     with monkeypatch.context() as patch:
-        patch.setattr(decoding, "_fixed_bans", lambda length, settings: None)
+        patch.setattr(decoding, "fixed_bans", lambda length, settings: None)
         reference = generate(TiedScriptedDecoder(finish), len(finish), settings)
     full = len(everywhere)
     assert full > 10

@@ -258,7 +258,7 @@ def test_int8_fast_path_equals_all_scores(name: str, int8: Any, monkeypatch: pyt
     sources = make_sources(case.spec, case.count, seed=len(name))
     fast = decode(translator, case, sources)
     with monkeypatch.context() as patch:
-        patch.setattr(decoding, "_fixed_bans", lambda length, settings: None)
+        patch.setattr(decoding, "fixed_bans", lambda length, settings: None)
         full = decode(translator, case, sources)
     assert_same(fast, full, f"{name}: int8 fast path vs all scores")
 

@@ -7,12 +7,11 @@ float32 like HF's torch code, so that the same logits give the same tokens and t
 Read top to bottom:
 
 1. the decoder protocol (a step returns all scores and each row's best few) and the result type;
-2. the logits processors, one small function each, applied in the order HF builds them
-   (repetition penalty, no-repeat n-gram, bad words, min length, forced eos, renormalization);
+2. the logits processors (:mod:`enzh.runtime.processors`), applied in the order HF builds them;
 3. the fast path: when the processors only ban fixed tokens, a step is decided from each row's best few
    log-probabilities; exact ties and row-dependent processors fall back to all scores;
 4. :func:`greedy_search`, :func:`beam_search` and :func:`generate` (n-best: :func:`generate_nbest`);
-5. the top-k used by beam search, which also reproduces the order ``torch.topk`` gives equal values.
+5. the top-k used by beam search (:mod:`enzh.runtime.topk`) reproduces the order ``torch.topk`` gives ties.
 
 Both searches drop the rows of finished sentences from the running decoder, so a finished sentence costs
 nothing. HF keeps computing those rows, but their results can no longer change, so the output is the same.
@@ -29,11 +28,11 @@ from typing import Protocol
 import numpy as np
 
 from enzh.runtime.options import DecodingSettings
+from enzh.runtime.processors import fixed_bans, is_forced_step, log_softmax, process_scores
+from enzh.runtime.topk import torch_top_k
 
 # HF's stand-in for "impossible" in beam bookkeeping (exactly representable in float32).
 _IMPOSSIBLE = np.float32(-1.0e9)
-# Column block size used by _top_k to skip most of a long (num_beams * vocab) row.
-_TOP_K_BLOCK = 128
 
 
 @dataclass(frozen=True)
@@ -93,120 +92,6 @@ class Hypothesis:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def repetition_penalty(history: np.ndarray, scores: np.ndarray, penalty: float) -> np.ndarray:
-    """Make every token already in the row (the start token too) less likely: negative scores are multiplied
-    by ``penalty``, positive ones divided by it. Applied once per token however often it occurred."""
-    rows = np.arange(history.shape[0])[:, None]
-    seen = scores[rows, history]
-    factor = np.float32(penalty)
-    scores[rows, history] = np.where(seen < 0, seen * factor, seen / factor)
-    return scores
-
-
-def no_repeat_ngram(history: np.ndarray, scores: np.ndarray, size: int) -> np.ndarray:
-    """Ban every token that would complete an n-gram (n = ``size``) already present in the row."""
-    length = history.shape[1]
-    if length < size:
-        return scores
-    # The next token completes an n-gram whose first n-1 tokens are the row's current suffix; every earlier
-    # window that starts with that suffix bans its own last token.
-    suffix = history[:, length - size + 1 :]
-    windows = np.lib.stride_tricks.sliding_window_view(history, size, axis=1)
-    matches = (windows[:, :, :-1] == suffix[:, None, :]).all(axis=2)
-    rows, starts = np.nonzero(matches)
-    scores[rows, windows[rows, starts, -1]] = -np.inf
-    return scores
-
-
-def bad_words(history: np.ndarray, scores: np.ndarray, sequences: tuple[tuple[int, ...], ...], eos: int) -> np.ndarray:
-    """Ban the last token of every bad sequence whose other tokens end the row (single tokens: always).
-    Like HF, a bad sequence that is exactly ``[eos]`` is ignored."""
-    vocab = scores.shape[1]
-    for sequence in dict.fromkeys(sequences):
-        if sequence == (eos,):
-            continue
-        if max(sequence) >= vocab:
-            raise ValueError(f"bad_words_ids {sequence} has ids outside the model vocabulary ({vocab})")
-        *prefix, last = sequence
-        if len(prefix) > history.shape[1]:
-            continue
-        if prefix:
-            rows = (history[:, history.shape[1] - len(prefix) :] == prefix).all(axis=1)
-            scores[rows, last] = -np.inf
-        else:
-            scores[:, last] = -np.inf
-    return scores
-
-
-def min_length(history: np.ndarray, scores: np.ndarray, length: int, eos: int) -> np.ndarray:
-    """Forbid eos while the row (start token included) is shorter than ``length``."""
-    if history.shape[1] < length:
-        scores[:, eos] = -np.inf
-    return scores
-
-
-def forced_eos(history: np.ndarray, scores: np.ndarray, max_length: int, eos: int) -> np.ndarray:
-    """On the last possible step (one token short of ``max_length``) only ``eos`` is allowed, with score 0."""
-    if history.shape[1] == max_length - 1:
-        scores[:] = -np.inf
-        scores[:, eos] = 0.0
-    return scores
-
-
-def log_softmax(scores: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax in float32 (a new array), computed as torch does:
-    ``(x - max) - log(sum(exp(x - max)))``."""
-    shifted = scores - scores.max(axis=-1, keepdims=True)
-    shifted -= np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return shifted
-
-
-def process_scores(history: np.ndarray, scores: np.ndarray, settings: DecodingSettings) -> np.ndarray:
-    """Apply the enabled processors in the order HF's ``_get_logits_processor`` builds them."""
-    if settings.repetition_penalty != 1.0:
-        scores = repetition_penalty(history, scores, settings.repetition_penalty)
-    if settings.no_repeat_ngram_size > 0:
-        scores = no_repeat_ngram(history, scores, settings.no_repeat_ngram_size)
-    if settings.bad_words_ids:
-        scores = bad_words(history, scores, settings.bad_words_ids, settings.eos_token_id)
-    if settings.min_length > 0:
-        scores = min_length(history, scores, settings.min_length, settings.eos_token_id)
-    if settings.forced_eos_token_id is not None:
-        scores = forced_eos(history, scores, settings.max_length, settings.forced_eos_token_id)
-    if settings.renormalize_logits:
-        scores = log_softmax(scores)
-    return scores
-
-
-# ----------------------------------------------------------------------------------------------------------
-# The fast path. With the usual settings the processors only ban fixed tokens (bad single-token words such as
-# pad, eos before min_length) and force eos on the last step. Such a step needs only each row's few best
-# log-probabilities (which the decoder returns, see Step.top_ids) and the probability mass of the banned
-# tokens; the forced last step needs no decoder run at all. Any other processor reads every score.
-# ----------------------------------------------------------------------------------------------------------
-
-
-def _fixed_bans(length: int, settings: DecodingSettings) -> tuple[int, ...] | None:
-    """Tokens the processors ban in every row at this step (``length`` = tokens in each row so far), or None
-    when a processor depends on the row's scores or history."""
-    if settings.repetition_penalty != 1.0 or settings.no_repeat_ngram_size > 0:
-        return None
-    banned = []
-    for sequence in settings.bad_words_ids:
-        if len(sequence) > 1:
-            return None
-        if sequence != (settings.eos_token_id,):  # HF ignores a bad word that is exactly [eos]
-            banned.append(sequence[0])
-    if length < settings.min_length:
-        banned.append(settings.eos_token_id)
-    return tuple(dict.fromkeys(banned))
-
-
-def _is_forced_step(length: int, settings: DecodingSettings) -> bool:
-    """The last possible step, where forced_eos leaves only eos (whatever the model says)."""
-    return settings.forced_eos_token_id is not None and length == settings.max_length - 1
-
-
 def _check_vocab(bans: tuple[int, ...], step: Step) -> tuple[int, ...]:
     vocab = step.log_probs.shape[1]
     for token in bans:
@@ -253,7 +138,7 @@ def _beam_candidates_from_top(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Beam candidates from each row's best 2k+1 allowed tokens (k = num_beams), or None when that cannot
     decide them exactly: too few tokens returned, or ties among the best 2k+1 (torch.topk orders equal values
-    its own way, which :func:`_top_k` reproduces from all scores)."""
+    its own way, which :func:`torch_top_k` reproduces from all scores)."""
     num_beams = settings.num_beams
     need = 2 * num_beams + 1
     ids, values = _best_allowed(step, bans, need)
@@ -303,7 +188,7 @@ def _beam_candidates(
     active = running_scores.shape[0]
     log_probs += running_scores.reshape(-1, 1)
     totals = log_probs.reshape(active, num_beams * vocab)
-    top = _top_k(totals, 2 * num_beams)
+    top = torch_top_k(totals, 2 * num_beams)
     cand_rows = top // vocab + np.arange(active)[:, None] * num_beams
     return np.take_along_axis(totals, top, axis=1), cand_rows, top % vocab
 
@@ -324,8 +209,8 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
     while True:
         # 1. The next token of every running row and its log-probability after the logits processors: from the
         #    step's best few when the processors only ban fixed tokens, else from all scores.
-        bans = _fixed_bans(history.shape[1], settings)
-        if _is_forced_step(history.shape[1], settings):
+        bans = fixed_bans(history.shape[1], settings)
+        if is_forced_step(history.shape[1], settings):
             # Only the forced token is left, with log-probability 0: no decoder step needed.
             tokens = np.full(len(history), settings.forced_eos_token_id, dtype=np.int64)
             log_probs = np.zeros(len(history), dtype=np.float32)
@@ -428,9 +313,9 @@ def beam_search_nbest(
         # 1-2. Log-softmax, the logits processors, each beam's running score added; of all (beam, token) pairs
         #      the best 2 * num_beams are the candidates (cand_rows: their parent row in `history`).
         last = np.ascontiguousarray(history[:, -1])
-        bans = _fixed_bans(generated, settings)
+        bans = fixed_bans(generated, settings)
         candidates = None
-        if vocab and _is_forced_step(generated, settings):
+        if vocab and is_forced_step(generated, settings):
             candidates = _forced_candidates(running_scores, settings)  # no decoder step needed
             # (tied running scores: torch.topk's order decides, from a full row of scores; any scores will do)
             log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32)) if candidates is None else None
@@ -452,7 +337,7 @@ def beam_search_nbest(
 
         # 4. Next running beams: the best num_beams candidates, stopped ones pushed down by -1e9.
         running_candidates = np.where(cand_stops, cand_scores + _IMPOSSIBLE, cand_scores)
-        pick = _top_k(running_candidates, num_beams)
+        pick = torch_top_k(running_candidates, num_beams)
         running_scores = np.take_along_axis(running_candidates, pick, axis=1)
         parent_rows = np.take_along_axis(cand_rows, pick, axis=1).ravel()
         next_tokens = np.take_along_axis(cand_tokens, pick, axis=1).ravel()
@@ -469,7 +354,7 @@ def beam_search_nbest(
         cand_sequences[:, :, : generated - 1] = history[cand_rows, 1:]
         cand_sequences[:, :, generated - 1] = cand_tokens
         merged_scores = np.concatenate([kept_scores, penalised], axis=1)
-        order = _top_k(merged_scores, num_beams)
+        order = torch_top_k(merged_scores, num_beams)
         kept_scores = np.take_along_axis(merged_scores, order, axis=1)
         kept_finished = np.take_along_axis(np.concatenate([kept_finished, just_finished], axis=1), order, axis=1)
         cand_lengths = np.full((active, num_candidates), generated, dtype=np.int64)
@@ -530,207 +415,3 @@ def generate_nbest(
     if settings.num_beams > 1:
         return beam_search_nbest(decoder, batch_size, settings, num_return_sequences)
     return [[hypothesis] for hypothesis in greedy_search(decoder, batch_size, settings)]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Top-k in torch.topk's exact order. torch documents no order for equal values; its CPU kernel leaves them
-# wherever libstdc++'s std::partial_sort (when k * 64 <= row length) or std::nth_element + std::sort put them.
-# Exact ties do happen (log-probs far below the best token round to the same float32; all -1e9 placeholders
-# are equal), so rows with ties replay those algorithms; rows without ties take a fast numpy path.
-# (torch.topk on CUDA orders ties differently; matching HF on GPU bit for bit is out of reach anyway.)
-# ----------------------------------------------------------------------------------------------------------
-
-
-def _top_k(values: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of the k largest values of every row, largest first, in ``torch.topk``'s (CPU) order.
-
-    Rows may be long (num_beams * vocab), so each row is first narrowed to the blocks of columns that can hold
-    its top k. Values must not be NaN.
-    """
-    rows, width = values.shape
-    block = _TOP_K_BLOCK if width > 4 * _TOP_K_BLOCK else width
-    block_max = np.maximum.reduceat(values, np.arange(0, width, block), axis=1)
-    result = np.empty((rows, k), dtype=np.int64)
-    for row in range(rows):
-        # The k-th largest value is at least the k-th largest block maximum (the floor): skip blocks below it.
-        maxima = block_max[row]
-        floor = np.partition(maxima, -k)[-k] if len(maxima) >= k else np.float32(-np.inf)
-        columns = (np.flatnonzero(maxima >= floor)[:, None] * block + np.arange(block)).ravel()
-        columns = columns[columns < width]
-        candidates = values[row, columns]
-        # The k-th largest value itself: found above the floor if k values are there, else it is the floor.
-        above = np.flatnonzero(candidates > floor)
-        kth = np.partition(candidates[above], -k)[-k] if len(above) >= k else floor
-        above = above[candidates[above] > kth]
-        above = above[np.argsort(-candidates[above], kind="stable")]
-        equal = np.flatnonzero(candidates == kth)
-        sorted_above = candidates[above]
-        if len(equal) > 1 or np.any(sorted_above[1:] == sorted_above[:-1]):
-            result[row] = _torch_topk_row(values[row], k)  # ties: their order is up to torch's algorithm
-        else:
-            result[row] = columns[np.concatenate([above, equal])]
-    return result
-
-
-def _torch_topk_row(row: np.ndarray, k: int) -> list[int]:
-    """torch.topk(row, k).indices on CPU: libstdc++'s algorithms on (value, index) pairs compared by value."""
-    if k * 64 <= len(row):
-        # std::partial_sort = heap select over the whole row, then sort_heap. Only values above the current
-        # heap top change the heap, so positions that cannot are skipped in bulk.
-        heap = [(float(row[j]), j) for j in range(k)]
-        _make_heap(heap, 0, k)
-        pending = np.flatnonzero(row[k:] > heap[0][0]) + k
-        while len(pending):
-            for j in pending[:64].tolist():
-                if float(row[j]) > heap[0][0]:
-                    _adjust_heap(heap, 0, 0, k, (float(row[j]), j))
-            pending = pending[64:]
-            pending = pending[row[pending] > heap[0][0]]
-        _sort_heap(heap, 0, k)
-        return [j for _, j in heap]
-    queue = [(float(value), j) for j, value in enumerate(row.tolist())]
-    _introselect(queue, 0, k - 1, len(queue), 2 * (len(queue).bit_length() - 1))
-    _sort(queue, 0, k - 1)
-    return [j for _, j in queue[:k]]
-
-
-# libstdc++ (bits/stl_heap.h, bits/stl_algo.h) with the comparison "a before b iff a.value > b.value".
-_Pair = tuple[float, int]
-
-
-def _adjust_heap(q: list[_Pair], first: int, hole: int, length: int, value: _Pair) -> None:
-    top = child = hole
-    while child < (length - 1) // 2:
-        child = 2 * (child + 1)
-        if q[first + child][0] > q[first + child - 1][0]:
-            child -= 1
-        q[first + hole] = q[first + child]
-        hole = child
-    if length % 2 == 0 and child == (length - 2) // 2:
-        child = 2 * (child + 1)
-        q[first + hole] = q[first + child - 1]
-        hole = child - 1
-    parent = (hole - 1) // 2
-    while hole > top and q[first + parent][0] > value[0]:
-        q[first + hole] = q[first + parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    q[first + hole] = value
-
-
-def _make_heap(q: list[_Pair], first: int, last: int) -> None:
-    length = last - first
-    if length < 2:
-        return
-    for parent in range((length - 2) // 2, -1, -1):
-        _adjust_heap(q, first, parent, length, q[first + parent])
-
-
-def _pop_heap(q: list[_Pair], first: int, last: int, result: int) -> None:
-    value = q[result]
-    q[result] = q[first]
-    _adjust_heap(q, first, 0, last - first, value)
-
-
-def _sort_heap(q: list[_Pair], first: int, last: int) -> None:
-    while last - first > 1:
-        last -= 1
-        _pop_heap(q, first, last, last)
-
-
-def _heap_select(q: list[_Pair], first: int, middle: int, last: int) -> None:
-    _make_heap(q, first, middle)
-    for i in range(middle, last):
-        if q[i][0] > q[first][0]:
-            _pop_heap(q, first, middle, i)
-
-
-def _move_median_to_first(q: list[_Pair], result: int, a: int, b: int, c: int) -> None:
-    if q[a][0] > q[b][0]:
-        if q[b][0] > q[c][0]:
-            median = b
-        elif q[a][0] > q[c][0]:
-            median = c
-        else:
-            median = a
-    elif q[a][0] > q[c][0]:
-        median = a
-    elif q[b][0] > q[c][0]:
-        median = c
-    else:
-        median = b
-    q[result], q[median] = q[median], q[result]
-
-
-def _unguarded_partition_pivot(q: list[_Pair], first: int, last: int) -> int:
-    _move_median_to_first(q, first, first + 1, first + (last - first) // 2, last - 1)
-    pivot, low, high = q[first][0], first + 1, last
-    while True:
-        while q[low][0] > pivot:
-            low += 1
-        high -= 1
-        while pivot > q[high][0]:
-            high -= 1
-        if low >= high:
-            return low
-        q[low], q[high] = q[high], q[low]
-        low += 1
-
-
-def _unguarded_linear_insert(q: list[_Pair], last: int) -> None:
-    value = q[last]
-    while value[0] > q[last - 1][0]:
-        q[last] = q[last - 1]
-        last -= 1
-    q[last] = value
-
-
-def _insertion_sort(q: list[_Pair], first: int, last: int) -> None:
-    for i in range(first + 1, last):
-        if q[i][0] > q[first][0]:
-            q[first : i + 1] = [q[i], *q[first:i]]
-        else:
-            _unguarded_linear_insert(q, i)
-
-
-def _introselect(q: list[_Pair], first: int, nth: int, last: int, depth: int) -> None:
-    """std::nth_element."""
-    if first == last or nth == last:
-        return
-    while last - first > 3:
-        if depth == 0:
-            _heap_select(q, first, nth + 1, last)
-            q[first], q[nth] = q[nth], q[first]
-            return
-        depth -= 1
-        cut = _unguarded_partition_pivot(q, first, last)
-        if cut <= nth:
-            first = cut
-        else:
-            last = cut
-    _insertion_sort(q, first, last)
-
-
-def _introsort_loop(q: list[_Pair], first: int, last: int, depth: int) -> None:
-    while last - first > 16:
-        if depth == 0:
-            _heap_select(q, first, last, last)
-            _sort_heap(q, first, last)
-            return
-        depth -= 1
-        cut = _unguarded_partition_pivot(q, first, last)
-        _introsort_loop(q, cut, last, depth)
-        last = cut
-
-
-def _sort(q: list[_Pair], first: int, last: int) -> None:
-    """std::sort."""
-    if last - first < 2:
-        return
-    _introsort_loop(q, first, last, 2 * ((last - first).bit_length() - 1))
-    if last - first > 16:
-        _insertion_sort(q, first, first + 16)
-        for i in range(first + 16, last):
-            _unguarded_linear_insert(q, i)
-    else:
-        _insertion_sort(q, first, last)
