@@ -366,7 +366,7 @@ def test_exact_ties_are_ordered_like_torch_topk(name: str, monkeypatch: pytest.M
     def lowest_index_first(row: np.ndarray, k: int) -> list[int]:
         return [int(i) for i in np.argsort(-row, kind="stable")[:k]]
 
-    monkeypatch.setattr(decoding, "_torch_topk_row", lowest_index_first)
+    monkeypatch.setattr(topk, "_torch_topk_row", lowest_index_first)
     assert [h.token_ids for h in ours(spec, sources, settings)] != [h.token_ids for h in expected]
 
 
