@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runtime-only install, as a new user gets it: a fresh venv, `pip install .` with no extras (no torch), then
-# the README's first command with an empty cache and the runtime tests (tests/runtime).
+# the README's first command with an empty cache and the runtime tests (tests/runtime_only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${ENZH_RUNTIME_VENV:-$PWD/.venv-runtime}"
@@ -33,4 +33,4 @@ echo "runtime-only install: enzh translate printed the README's translations"
 # From a temporary directory, so the installed package (not the source tree) is what the tests import.
 cp -r tests "$home/tests"
 cp pyproject.toml "$home/"
-(cd "$home" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/runtime)
+(cd "$home" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/runtime_only)
