@@ -25,7 +25,7 @@ from enzh.demo.tokenizers import EOS, LANG_TOKEN, PAD, UNK, build_tokenizers
 
 __all__ = ["MODEL_SHAPE", "encode_pairs", "main", "train_demo"]
 
-# The recipe of the shipped model (see enzh/demo/model/README.md).
+# The recipe of the shipped model (see assets/demo-hf/README.md).
 DEFAULT_SEED = 0
 DEFAULT_STEPS = 2400
 BATCH_SIZE = 96

@@ -36,10 +36,22 @@ def needs_translation(text: str) -> bool:
     return _LATIN.search(text) is not None
 
 
+# Chinese/Japanese sentence ends (with closing quotes or brackets after them) inside a mixed line: nupunkt
+# only knows English punctuation, so a line is cut at these first.
+_WIDE_BREAK = re.compile(r"[。！？][」』”’）〕】]*")
+
+
 def _sentence_spans(line: str) -> list[tuple[int, int]]:
     import nupunkt
 
-    return [(int(a), int(b)) for a, b in nupunkt.sent_spans(line)]
+    spans = []
+    start = 0
+    for match in [*_WIDE_BREAK.finditer(line), None]:
+        end = match.end() if match else len(line)
+        if end > start:
+            spans += [(start + int(a), start + int(b)) for a, b in nupunkt.sent_spans(line[start:end])]
+        start = end
+    return spans
 
 
 def split_text(text: str) -> list[Piece]:

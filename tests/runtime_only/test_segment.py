@@ -49,6 +49,13 @@ def test_chinese_layout_when_rejoined():
     assert join_translations(["ONNX.", "快。"], pieces) == "ONNX. 快。"
 
 
+def test_a_chinese_sentence_inside_an_english_line_is_its_own_piece():
+    pieces = split_text("Kate wants to find this key. 我想要一杯咖啡。 Where is the school?")
+    assert [p.text for p in pieces] == ["Kate wants to find this key.", "我想要一杯咖啡。", "Where is the school?"]
+    got = translate_segmented("Find it. 我想要一杯咖啡。 Go!", lambda sentences: [f"<{s}>。" for s in sentences])
+    assert got == "<Find it.>。我想要一杯咖啡。<Go!>。"
+
+
 def test_chinese_text_never_reaches_the_model():
     def fail(sentences):
         raise AssertionError(sentences)

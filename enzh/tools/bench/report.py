@@ -120,7 +120,7 @@ def _group_intro(group: str, model: dict[str, Any], settings: dict[str, Any]) ->
         f"## Natural length: {model['name']} model, first {sentences} sentences of its test set",
         "",
         f"Model: {model['description']}. Each run translates the same {sentences} "
-        "sentences (`enzh/demo/model/test.tsv`, in file order) in calls of the given batch size; every "
+        "sentences (`enzh/runtime/assets/demo/test.tsv`, in file order) in calls of the given batch size; every "
         f"engine stops at eos (at most {settings['natural_max_new_tokens']} new tokens). "
         "*Same as PyTorch* is the share of outputs whose token ids equal transformers' output "
         "(CTranslate2's beam search scores and stops differently, so its beam outputs may differ).",
