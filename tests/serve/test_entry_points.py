@@ -58,3 +58,20 @@ def test_same_translation_through_cli_and_http(demo):
         assert v1["sentences"] == 5
         libre = client.post("/translate", json={"q": TWO, "source": "en", "target": "zh"}).json()
         assert libre["translatedText"] == expected
+
+
+def test_same_translation_through_files_and_documents(demo, tmp_path):
+    from enzh import translate_document
+
+    source = tmp_path / "in.txt"
+    source.write_text(f"{TWO}\n\n{PARAGRAPH}\n", encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "enzh", "translate-file", str(source), str(tmp_path / "out.txt"), "--beam-size", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    expected = "\n\n".join(demo.translate([TWO, PARAGRAPH], beam_size=1)) + "\n"
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == expected
+    assert translate_document(demo, source.read_text(encoding="utf-8"), format="txt", beam_size=1) == expected

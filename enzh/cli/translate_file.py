@@ -1,0 +1,60 @@
+"""``enzh translate-file INPUT OUTPUT``: translate a document, keeping its structure (docs/documents.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from enzh.cli.common import positive_int
+from enzh.documents.formats import EXTENSIONS, FORMAT_NAMES
+from enzh.documents.options import CONVERSIONS, TARGETS
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "translate-file",
+        help="translate a document (txt, html, md, srt, vtt, docx, jsonl, tsv), keeping its structure",
+        description="Translate INPUT into OUTPUT, keeping its structure; an interrupted run started again with "
+        "the same arguments resumes from OUTPUT.enzh-journal.",
+    )
+    p.add_argument("input", metavar="INPUT", help="the document to translate")
+    p.add_argument("output", metavar="OUTPUT", help="where to write the translation (written when complete)")
+    p.add_argument(
+        "--format",
+        choices=["auto", *FORMAT_NAMES],
+        default="auto",
+        help=f"document format (default auto: from INPUT's extension, one of {' '.join(EXTENSIONS)})",
+    )
+    p.add_argument(
+        "--field",
+        metavar="NAME",
+        help="jsonl: the field to translate; tsv: column name or 0-based index (default: text)",
+    )
+    p.add_argument("--beam-size", type=positive_int, help="beam width (default: the manifest's num_beams)")
+    p.add_argument("--target", choices=TARGETS, help="zh-Hans (default) or zh-Hant (the model's >>cmn_Hant<<)")
+    p.add_argument(
+        "--convert",
+        choices=["none", *CONVERSIONS],
+        default="none",
+        help="convert the Simplified output with OpenCC: s2t, s2tw (Taiwan), s2twp (Taiwan, with phrases), "
+        "s2hk (Hong Kong); needs the [documents] extra",
+    )
+    p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from enzh.documents.files import finish, prepare
+    from enzh.runtime.translator import Translator
+
+    prepared = prepare(
+        args.input,
+        args.output,
+        format=args.format,
+        field=args.field,
+        beam_size=args.beam_size,
+        target=args.target,
+        convert=args.convert,
+    )
+    finish(prepared, Translator.load(args.model))
+    return 0

@@ -1,0 +1,142 @@
+"""Translating a file: checked paths, a progress bar, a resume journal and an atomic write of the output.
+
+``prepare`` does everything that can fail on bad input (paths, format, decoding, parsing) before a model is
+loaded; ``finish`` translates and writes. The output appears only when complete: it is written to a temporary
+file in its directory and renamed over OUTPUT. Translated sentences are journaled in chunks next to it
+(``OUTPUT.enzh-journal``), so a run that is killed and started again with the same input and options reuses
+them and writes exactly the bytes of an uninterrupted run; the journal is removed on success.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from enzh.documents.api import Parsed, parse, render
+from enzh.documents.errors import DocumentError
+from enzh.documents.formats import resolve_format
+from enzh.documents.journal import Journal
+from enzh.documents.options import DocumentOptions
+from enzh.documents.sentences import CHUNK, SentenceEngine
+
+if TYPE_CHECKING:
+    from enzh.runtime.translator import Translator
+
+logger = logging.getLogger("enzh")
+
+JOURNAL_SUFFIX = ".enzh-journal"
+
+
+@dataclass
+class Prepared:
+    """A checked, parsed input file and where its translation goes."""
+
+    input: Path
+    output: Path
+    options: DocumentOptions
+    data: bytes
+    parsed: Parsed
+
+    @property
+    def journal_path(self) -> Path:
+        return self.output.with_name(self.output.name + JOURNAL_SUFFIX)
+
+
+def prepare(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    format: str = "auto",
+    field: str | None = None,
+    beam_size: int | None = None,
+    target: str | None = None,
+    convert: str | None = None,
+) -> Prepared:
+    """Check the paths and options and parse the input; every problem is one :class:`DocumentError`."""
+    source, destination = Path(input), Path(output)
+    if not source.exists():
+        raise DocumentError(f"input file {str(source)!r} does not exist")
+    if not source.is_file():
+        raise DocumentError(f"input {str(source)!r} is not a file")
+    if destination.exists() and destination.is_dir():
+        raise DocumentError(f"output {str(destination)!r} is a directory; name the file to write")
+    if not destination.parent.is_dir():
+        raise DocumentError(f"the directory of output {str(destination)!r} does not exist")
+    if source.resolve() == destination.resolve() or (destination.exists() and destination.samefile(source)):
+        raise DocumentError("OUTPUT is INPUT; write the translation to another file")
+    options = DocumentOptions(
+        format=resolve_format(format, source), field=field, beam_size=beam_size, target=target, convert=convert
+    )
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"cannot read {str(source)!r}: {exc.strerror}") from None
+    return Prepared(source, destination, options, data, parse(data, options, name=str(source)))
+
+
+def finish(prepared: Prepared, translator: Translator, *, progress: bool = True, resume: bool = True) -> int:
+    """Translate and write OUTPUT atomically; returns how many sentences the model translated in this run."""
+    translator.adapter.resolve_target(prepared.options.target)  # a bad target fails before a journal exists
+    journal = Journal.open(prepared.journal_path, journal_key(prepared, translator)) if resume else None
+    try:
+        engine = SentenceEngine(translator, prepared.options, journal=journal, progress=progress, chunk=CHUNK)
+        result = render(prepared.parsed, engine)
+        write_atomic(prepared.output, result if isinstance(result, bytes) else result.encode("utf-8"))
+    finally:
+        if journal is not None:
+            journal.close()
+    if journal is not None:
+        journal.remove()
+    logger.info(
+        "wrote %s (%d sentences translated, %d from the journal)",
+        prepared.output,
+        engine.translated,
+        journal.reused if journal else 0,
+    )
+    return engine.translated
+
+
+def translate_file(
+    translator: Translator, input: str | os.PathLike[str], output: str | os.PathLike[str], **options: object
+) -> int:
+    """:func:`prepare` then :func:`finish` (``options``: those of :func:`prepare`, plus ``progress``)."""
+    progress = bool(options.pop("progress", True))
+    return finish(prepare(input, output, **options), translator, progress=progress)  # type: ignore[arg-type]
+
+
+def journal_key(prepared: Prepared, translator: Translator) -> str:
+    """What a journal is valid for: the input bytes, the options, the model and the chunking."""
+    return hashlib.sha256(
+        json.dumps(
+            {
+                "input": hashlib.sha256(prepared.data).hexdigest(),
+                "options": prepared.options.key(),
+                "model": hashlib.sha256(translator.manifest.to_json().encode()).hexdigest(),
+                "chunk": CHUNK,
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file next to ``path``, fsync it, and rename it over ``path``."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".enzh-tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,245 @@
+"""Inline markup across translation: a block's plain text with marks (bold, links, runs) over character
+spans, translated, and the marks placed on the translated text.
+
+Every format that has inline markup (HTML inline tags, Markdown emphasis and links, Word runs) turns a block
+into a :class:`Block`, and rebuilds its output from the :class:`TranslatedBlock`. The guarantees: every mark
+comes back exactly once, in the same order, with the same nesting as in the source, and no mark boundary falls
+inside a UTF-16 surrogate pair or between a character and its combining marks.
+
+How a mark is placed (docs/html.md has the measurements): the block is split into sentences, and a mark is cut
+into one fragment per sentence it touches. A fragment covering its whole sentence (or all of it but its edge
+punctuation) wraps the whole translation. Otherwise its text is translated on its own, in the same batch as the
+sentences, and when that translation (or the fragment's text itself, for names and numbers) occurs exactly once
+in the sentence's translation, the fragment goes there: a *sure anchor*. Anchors that break the source order or
+nesting are dropped. A fragment without a sure anchor takes the smallest unit that the placed marks leave for
+it: the rest of its sentence (its parent's translation, between its placed siblings); when several siblings
+compete for one unit, the longest takes it and the others become zero-width, since two marks cannot share
+words and keep their nesting. :mod:`enzh.documents.placement` does the per-sentence work.
+
+The tag protocol: a mark's ``tag`` is the format's own data. When it has a ``parent`` attribute (an index into
+the block's marks, or None for a top-level mark; :class:`enzh.documents.markup.Tag` has one), that is the
+enclosing mark, which makes zero-width marks at a boundary unambiguous; otherwise the nesting is inferred from
+the spans (the nearest earlier mark that contains it). When it has a ``verbatim`` attribute that is not None
+(inline code written back as is), the mark is placed only on an exact occurrence of its text, else as a
+zero-width point, so that it never swallows translated words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from enzh.documents.placement import Fragment, Placed, anchor_input, place_sentence, repair
+from enzh.runtime.segment import Piece, join_translations, needs_translation, split_text
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An inline mark over ``text[start:end]`` of its block; ``tag`` is the format's own (opaque) data.
+
+    Marks of a block are properly nested (no partial overlaps) and listed in document order: by ``start``,
+    an enclosing mark before the marks inside it.
+    """
+
+    start: int
+    end: int
+    tag: Hashable
+
+
+@dataclass(frozen=True)
+class Block:
+    """Plain text of one block-level unit (a paragraph, a heading, a table cell) and its inline marks."""
+
+    text: str
+    marks: tuple[Mark, ...] = ()
+
+
+@dataclass(frozen=True)
+class TranslatedBlock:
+    """The translated text and the same marks (same order and nesting) over spans of it.
+
+    ``placement`` says for each mark how it was placed: ``sure`` (a whole sentence, an exact anchor, or text
+    left untranslated), ``unit`` (wraps the smallest unit left for it), ``point`` (zero-width in the source
+    too) or ``empty`` (it had text, but no unit could be given to it: it is written with nothing inside)."""
+
+    text: str
+    marks: tuple[Mark, ...] = ()
+    placement: tuple[str, ...] = ()
+
+
+# Translates a list of sentences (each one model input) into a list of the same length.
+SentenceTranslator = Callable[[list[str]], list[str]]
+
+_RANK = {"sure": 0, "point": 1, "unit": 2, "empty": 3}
+
+
+def translate_blocks(
+    blocks: Sequence[Block], translate: SentenceTranslator, *, anchors: bool = True
+) -> list[TranslatedBlock]:
+    """Translate every block's sentences and marked spans in one call of ``translate``; place each block's marks.
+
+    ``anchors=False`` translates no span on its own (fewer model inputs): every mark that does not cover a whole
+    sentence then takes the fallback unit."""
+    layouts = [_Layout.of(block, anchors) for block in blocks]
+    todo: list[str] = []
+    index: dict[str, int] = {}
+
+    def ask(text: str) -> int:
+        if text not in index:
+            index[text] = len(todo)
+            todo.append(text)
+        return index[text]
+
+    requests = [layout.requests(ask) for layout in layouts]
+    done = translate(todo) if todo else []
+    if len(done) != len(todo):
+        raise ValueError(f"translate returned {len(done)} results for {len(todo)} inputs")
+    return [layout.place(done, asked) for layout, asked in zip(layouts, requests, strict=True)]
+
+
+_INFER = object()  # a tag without a ``parent`` attribute: the nesting comes from the spans
+
+
+def mark_parents(marks: Sequence[Mark]) -> list[int]:
+    """The enclosing mark of every mark (-1: none), from the tags' ``parent`` or else from the spans."""
+    parents: list[int] = []
+    stack: list[int] = []
+    for i, mark in enumerate(marks):
+        explicit = getattr(mark.tag, "parent", _INFER)
+        if explicit is not _INFER and (explicit is None or (isinstance(explicit, int) and 0 <= explicit < i)):
+            parents.append(-1 if explicit is None else explicit)
+            continue
+        while stack and not (marks[stack[-1]].start <= mark.start and mark.end <= marks[stack[-1]].end):
+            stack.pop()
+        parents.append(stack[-1] if stack else -1)
+        stack.append(i)
+    return parents
+
+
+def _is_literal(mark: Mark) -> bool:
+    return getattr(mark.tag, "verbatim", None) is not None
+
+
+def _source_spans(block: Block, parents: list[int]) -> list[tuple[int, int]]:
+    """Each mark's span clipped into its parent's and after its previous sibling's (a consistent source tree)."""
+    spans: list[tuple[int, int]] = []
+    last_end: dict[int, int] = {}
+    n = len(block.text)
+    for i, mark in enumerate(block.marks):
+        p = parents[i]
+        lo, hi = (0, n) if p < 0 else spans[p]
+        lo = max(lo, last_end.get(p, lo))
+        start = min(max(mark.start, lo), hi)
+        end = min(max(mark.end, start), hi)
+        spans.append((start, end))
+        last_end[p] = end
+    return spans
+
+
+@dataclass
+class _Sentence:
+    """One piece of the block: its sentence's source range, and (after translation) its target range."""
+
+    piece: Piece
+    lo: int
+    hi: int
+    translated: bool
+    fragments: list[Fragment]
+
+
+@dataclass
+class _Layout:
+    """A block cut into sentences, its marks cut into per-sentence fragments."""
+
+    block: Block
+    parents: list[int]
+    spans: list[tuple[int, int]]
+    sentences: list[_Sentence]
+    anchors: bool
+
+    @classmethod
+    def of(cls, block: Block, anchors: bool = True) -> _Layout:
+        parents = mark_parents(block.marks)
+        spans = _source_spans(block, parents)
+        sentences = []
+        position = 0
+        for piece in split_text(block.text):
+            lo, hi = position, position + len(piece.text)
+            sentences.append(_Sentence(piece, lo, hi, needs_translation(piece.text), []))
+            position = hi + len(piece.separator)
+        layout = cls(block, parents, spans, sentences, anchors)
+        layout._cut()
+        return layout
+
+    def _cut(self) -> None:
+        """Fragments of every mark, each in the sentences it overlaps (a zero-width mark in exactly one)."""
+        where: dict[int, set[int]] = {}  # mark -> sentences holding one of its fragments
+        for i, (start, end) in enumerate(self.spans):
+            p = self.parents[i]
+            literal = _is_literal(self.block.marks[i])
+            hits = [k for k, s in enumerate(self.sentences) if start < s.hi and s.lo < end]
+            if not hits:  # zero-width, or only whitespace between sentences: a point in one sentence
+                k = self._point_sentence(start, where.get(p) if p >= 0 else None)
+                s = self.sentences[k]
+                local = min(max(start - s.lo, 0), s.hi - s.lo)
+                s.fragments.append(Fragment(i, local, local, self._parent_fragment(s, p), literal))
+                where.setdefault(i, set()).add(k)
+                continue
+            for k in hits:
+                s = self.sentences[k]
+                a, b = max(start, s.lo) - s.lo, min(end, s.hi) - s.lo
+                s.fragments.append(Fragment(i, a, b, self._parent_fragment(s, p), literal))
+                where.setdefault(i, set()).add(k)
+
+    def _point_sentence(self, offset: int, allowed: set[int] | None) -> int:
+        candidates = [k for k, s in enumerate(self.sentences) if s.lo <= offset <= s.hi] or [
+            max([k for k, s in enumerate(self.sentences) if s.hi <= offset], default=0)
+        ]
+        if allowed:
+            candidates = [k for k in candidates if k in allowed] or [min(allowed)]
+        return candidates[0]
+
+    @staticmethod
+    def _parent_fragment(sentence: _Sentence, parent: int) -> int:
+        for j, fragment in enumerate(sentence.fragments):
+            if fragment.mark == parent:
+                return j
+        return -1
+
+    def requests(self, ask: Callable[[str], int]) -> tuple[list[int], list[list[int | None]]]:
+        """Ask for each sentence's translation and each fragment's anchor translation (indices into the batch)."""
+        sentences = [ask(s.piece.text) if s.translated else -1 for s in self.sentences]
+        anchors: list[list[int | None]] = []
+        for s in self.sentences:
+            asked: list[int | None] = []
+            for fragment in s.fragments:
+                text = anchor_input(s.piece.text, fragment) if s.translated and self.anchors else None
+                asked.append(ask(text) if text is not None else None)
+            anchors.append(asked)
+        return sentences, anchors
+
+    def place(self, done: list[str], asked: tuple[list[int], list[list[int | None]]]) -> TranslatedBlock:
+        sentence_ids, anchor_ids = asked
+        outputs = [done[j] if j >= 0 else s.piece.text for s, j in zip(self.sentences, sentence_ids, strict=True)]
+        text = join_translations(outputs, [s.piece for s in self.sentences])
+        marks = self.block.marks
+        if not marks:
+            return TranslatedBlock(text, (), ())
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        kinds: dict[int, str] = {}
+        offset = 0
+        for s, output, ids in zip(self.sentences, outputs, anchor_ids, strict=True):
+            anchors = [done[j] if j is not None else None for j in ids]
+            placed: list[Placed] = place_sentence(s.piece.text, output, s.fragments, anchors, s.translated)
+            for fragment, result in zip(s.fragments, placed, strict=True):
+                i = fragment.mark
+                starts.setdefault(i, offset + result.start)
+                ends[i] = offset + result.end
+                if _RANK[result.kind] >= _RANK.get(kinds.get(i, "sure"), 0):
+                    kinds[i] = result.kind
+            offset += len(join_translations([output], [s.piece]))
+        ranges = [(starts.get(i, 0), ends.get(i, 0)) for i in range(len(marks))]
+        ranges = repair(text, ranges, self.parents)
+        out = tuple(Mark(a, b, m.tag) for (a, b), m in zip(ranges, marks, strict=True))
+        return TranslatedBlock(text, out, tuple(kinds.get(i, "point") for i in range(len(marks))))

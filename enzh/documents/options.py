@@ -1,0 +1,53 @@
+"""Options of a document translation, validated once for the API, the command line and files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from enzh.documents.formats import FORMAT_NAMES
+from enzh.runtime.errors import require
+
+CONVERSIONS = ("s2t", "s2tw", "s2twp", "s2hk")  # OpenCC configurations (docs/documents.md)
+TARGETS = ("zh-Hans", "zh-Hant")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentOptions:
+    """``format``: a name of :data:`enzh.documents.formats.FORMAT_NAMES` (already resolved, never ``auto``);
+    ``field``: the jsonl field / tsv column (None: ``text``); ``beam_size``/``target``: as
+    :meth:`Translator.translate`; ``convert``: an OpenCC conversion of the Simplified output (None or ``none``:
+    no conversion)."""
+
+    format: str
+    field: str | None = None
+    beam_size: int | None = None
+    target: str | None = None
+    convert: str | None = None
+
+    def __post_init__(self) -> None:
+        require(self.format in FORMAT_NAMES, f"unknown format {self.format!r}; accepted: {', '.join(FORMAT_NAMES)}")
+        require(self.field is None or self.field != "", "field must be a non-empty name or column index")
+        require(
+            self.beam_size is None or (isinstance(self.beam_size, int) and self.beam_size >= 1),
+            f"beam_size must be a positive integer, got {self.beam_size!r}",
+        )
+        if self.convert == "none":
+            object.__setattr__(self, "convert", None)
+        require(
+            self.convert is None or self.convert in CONVERSIONS,
+            f"unknown conversion {self.convert!r}; accepted: none, {', '.join(CONVERSIONS)}",
+        )
+        require(
+            self.field is None or self.format in ("jsonl", "tsv"),
+            f"field applies to the jsonl and tsv formats only, not {self.format}",
+        )
+
+    def key(self) -> dict[str, object]:
+        """Everything that changes the output (the journal's key)."""
+        return {
+            "format": self.format,
+            "field": self.field,
+            "beam_size": self.beam_size,
+            "target": self.target,
+            "convert": self.convert,
+        }

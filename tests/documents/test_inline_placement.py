@@ -1,0 +1,227 @@
+"""Placement of inline marks (enzh.documents.inline): the guarantees on random nested marks (hypothesis), and the
+rules one by one with a scripted translator (no model)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from enzh.documents.inline import Block, Mark, TranslatedBlock, mark_parents, translate_blocks
+from enzh.documents.markup import Tag, render
+from enzh.documents.placement import is_boundary
+
+
+@dataclass(frozen=True)
+class Named:
+    """A tag with an explicit parent, like markup.Tag: ``parent`` None = top level."""
+
+    name: str
+    parent: int | None
+
+
+def scripted(table: dict[str, str]):
+    """A translator that answers from ``table`` and records what it was asked."""
+    asked: list[list[str]] = []
+
+    def translate(texts: list[str]) -> list[str]:
+        asked.append(list(texts))
+        return [table.get(t, "？") for t in texts]
+
+    translate.asked = asked  # type: ignore[attr-defined]
+    return translate
+
+
+def spans(result: TranslatedBlock) -> list[str]:
+    return [result.text[m.start : m.end] for m in result.marks]
+
+
+def check_tree(result: TranslatedBlock, parents: list[int]) -> None:
+    """Every mark inside its parent, after its previous sibling, on safe boundaries."""
+    last_end: dict[int, int] = {}
+    for i, (mark, p) in enumerate(zip(result.marks, parents, strict=True)):
+        lo, hi = (0, len(result.text)) if p < 0 else (result.marks[p].start, result.marks[p].end)
+        assert lo <= mark.start <= mark.end <= hi, (i, mark, lo, hi)
+        assert mark.start >= last_end.get(p, lo), (i, mark)
+        last_end[p] = mark.end
+        assert is_boundary(result.text, mark.start) and is_boundary(result.text, mark.end), (result.text, mark)
+
+
+# -- the rules ----------------------------------------------------------------------------------------------
+
+
+def test_a_mark_over_the_whole_sentence_wraps_its_whole_translation_without_asking_for_it():
+    translate = scripted({"Where is the school?": "学校在哪里？"})
+    [result] = translate_blocks([Block("Where is the school?", (Mark(0, 20, "b"),))], translate)
+    assert spans(result) == ["学校在哪里？"] and result.placement == ("sure",)
+    assert translate.asked == [["Where is the school?"]]
+
+
+def test_a_mark_over_all_but_the_final_punctuation_leaves_it_out():
+    translate = scripted({"Where is the school?": "学校在哪里？"})
+    [result] = translate_blocks([Block("Where is the school?", (Mark(0, 19, "a"),))], translate)
+    assert spans(result) == ["学校在哪里"] and result.placement == ("sure",)
+
+
+def test_an_anchor_found_exactly_once_places_the_mark_and_is_asked_in_the_same_batch():
+    translate = scripted({"He ordered six cups of coffee.": "他点了六杯咖啡。", "six cups of coffee.": "六杯咖啡。"})
+    [result] = translate_blocks([Block("He ordered six cups of coffee.", (Mark(11, 29, "b"),))], translate)
+    assert spans(result) == ["六杯咖啡"] and result.placement == ("sure",)
+    assert translate.asked == [["He ordered six cups of coffee.", "six cups of coffee."]]
+
+
+def test_an_anchor_found_twice_is_not_sure_and_the_mark_wraps_its_unit():
+    translate = scripted({"Tea and tea.": "茶和茶。", "tea.": "茶。"})
+    [result] = translate_blocks([Block("Tea and tea.", (Mark(8, 11, "i"),))], translate)
+    assert spans(result) == ["茶和茶"] and result.placement == ("unit",)
+
+
+def test_names_and_numbers_are_found_as_written():
+    translate = scripted({"There are 28 books.": "有28本书。"})
+    [result] = translate_blocks([Block("There are 28 books.", (Mark(10, 12, "b"),))], translate)
+    assert spans(result) == ["28"] and result.placement == ("sure",)
+    assert translate.asked == [["There are 28 books."]]  # no letter in the span: nothing to translate for it
+
+
+def test_reordered_siblings_keep_the_source_order_the_longer_anchor_wins():
+    # Chinese puts the time first; the tags must stay in source order, so only one can be on its words.
+    table = {
+        "He ordered six cups of coffee last year.": "他去年点了六杯咖啡。",
+        "six cups of coffee.": "六杯咖啡。",
+        "last year.": "去年。",
+    }
+    block = Block("He ordered six cups of coffee last year.", (Mark(11, 29, "b"), Mark(30, 39, "i")))
+    [result] = translate_blocks([block], scripted(table))
+    assert spans(result) == ["六杯咖啡", ""]
+    assert result.placement == ("sure", "empty")  # its words are known to be elsewhere: it wraps nothing
+
+
+def test_siblings_without_anchors_the_longest_takes_the_unit_the_other_is_written_empty():
+    translate = scripted({"Germany is bigger than Italy.": "德国比意大利大。"})
+    block = Block("Germany is bigger than Italy.", (Mark(0, 7, "b"), Mark(23, 28, "i")))
+    [result] = translate_blocks([block], translate, anchors=False)
+    assert spans(result) == ["德国比意大利大", ""] and result.placement == ("unit", "empty")
+
+
+def test_nested_marks_stay_nested():
+    table = {
+        "They are buying that bottle of beer now.": "他们现在在买那瓶啤酒。",
+        "that bottle of beer.": "那瓶啤酒。",
+        "beer.": "啤酒。",
+    }
+    block = Block("They are buying that bottle of beer now.", (Mark(16, 35, "b"), Mark(31, 35, "i")))
+    [result] = translate_blocks([block], scripted(table))
+    assert spans(result) == ["那瓶啤酒", "啤酒"] and result.placement == ("sure", "sure")
+
+
+def test_a_mark_across_two_sentences_runs_from_the_first_to_the_second():
+    table = {"Where is the school?": "学校在哪里？", "They have drunk juice.": "他们喝过果汁。"}
+    text = "Where is the school? They have drunk juice."
+    [result] = translate_blocks([Block(text, (Mark(0, len(text), "all"), Mark(9, 37, "x")))], scripted(table))
+    assert result.text == "学校在哪里？他们喝过果汁。"
+    assert spans(result)[0] == result.text
+    assert result.marks[1].start < 6 < result.marks[1].end  # x starts in the first sentence, ends in the second
+
+
+def test_text_left_as_it_is_keeps_its_marks_where_they_were():
+    [result] = translate_blocks([Block("你好，世界", (Mark(3, 5, "b"),))], scripted({}))
+    assert result.text == "你好，世界" and spans(result) == ["世界"]
+
+
+def test_a_verbatim_mark_goes_on_its_text_or_becomes_a_point():
+    code = Tag("code", verbatim="<code>ls</code>")
+    table = {"Run ls now.": "现在运行ls。", "Run ls please.": "请运行。"}
+    found, missing = translate_blocks(
+        [Block("Run ls now.", (Mark(4, 6, code),)), Block("Run ls please.", (Mark(4, 6, code),))], scripted(table)
+    )
+    assert spans(found) == ["ls"] and found.placement == ("sure",)
+    assert spans(missing) == [""] and missing.placement == ("point",)  # never swallows translated words
+
+
+def test_zero_width_marks_at_a_boundary_follow_their_explicit_parent():
+    table = {"Hi there.": "你好。"}
+    inside = (Mark(0, 8, Named("b", None)), Mark(8, 8, Named("x", 0)))  # <b>Hi there<x/></b>.
+    after = (Mark(0, 8, Named("b", None)), Mark(8, 8, Named("x", None)))  # <b>Hi there</b><x/>.
+    assert mark_parents(inside) == [-1, 0] and mark_parents(after) == [-1, -1]
+    for marks in (inside, after):
+        [result] = translate_blocks([Block("Hi there.", marks)], scripted(table))
+        check_tree(result, mark_parents(marks))
+
+
+def test_an_empty_block_and_a_blank_one():
+    empty, blank = translate_blocks([Block(""), Block("  ", (Mark(1, 1, "p"),))], scripted({}))
+    assert empty == TranslatedBlock("", (), ())
+    assert blank.text == "  " and len(blank.marks) == 1
+
+
+def test_boundaries_never_split_a_surrogate_pair_or_a_combining_sequence():
+    text = "e\u0301\ud83d\ude00x"  # é as e + combining acute, 😀 as a UTF-16 surrogate pair
+    assert [is_boundary(text, i) for i in range(len(text) + 1)] == [True, False, True, False, True, True]
+
+
+def test_translate_must_answer_every_input():
+    with pytest.raises(ValueError, match="2 inputs"):
+        translate_blocks([Block("Where is the school?", (Mark(9, 19, "b"),))], lambda texts: ["x"])
+
+
+# -- the guarantees, on random input -----------------------------------------------------------------------
+
+ALPHABET = st.sampled_from([*"ab cd.?,", "\u0301", "\u200d", "\ud83d", "\ude00", "学", "。"])
+
+
+@st.composite
+def blocks_with_marks(draw):
+    text = draw(st.text(ALPHABET, max_size=40))
+    marks: list[Mark] = []
+    explicit = draw(st.booleans())
+
+    def fill(lo: int, hi: int, parent: int | None, depth: int) -> None:
+        position = lo
+        for _ in range(draw(st.integers(0, 3 if depth < 3 else 0))):
+            if position > hi:
+                break
+            start = draw(st.integers(position, hi))
+            end = draw(st.integers(start, hi))
+            index = len(marks)
+            marks.append(Mark(start, end, Named(f"t{index}", parent) if explicit else f"t{index}"))
+            fill(start, end, index, depth + 1)
+            position = end + (0 if explicit else 1)  # inferred nesting needs a gap to tell siblings apart
+
+    fill(0, len(text), None, 0)
+    return Block(text, tuple(marks))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block=blocks_with_marks(), data=st.data())
+def test_every_mark_once_in_order_nested_on_safe_boundaries(block, data):
+    def translate(texts: list[str]) -> list[str]:
+        # any answer: echoes, pieces of the source (so anchors are found), combining marks, surrogates
+        return [data.draw(st.one_of(st.just(t), st.text(ALPHABET, max_size=20)), label=t) for t in texts]
+
+    [result] = translate_blocks([block], translate)
+    parents = mark_parents(block.marks)
+    assert len(result.marks) == len(block.marks) and len(result.placement) == len(block.marks)
+    assert [m.tag for m in result.marks] == [m.tag for m in block.marks]
+    check_tree(result, parents)
+    if all(isinstance(m.tag, Named) for m in block.marks):
+        # written out as tags: the same sequence of tags as the source, each exactly once
+        tags = tuple(
+            Mark(m.start, m.end, Tag("t", f"<{i}>", f"</{i}>", m.tag.parent)) for i, m in enumerate(block.marks)
+        )
+        source = render(Block(block.text, tags), TranslatedBlock(block.text, tags))
+        output = render(
+            Block(block.text, tags),
+            TranslatedBlock(
+                result.text, tuple(Mark(m.start, m.end, t.tag) for m, t in zip(result.marks, tags, strict=True))
+            ),
+        )
+        assert re.findall(r"</?\d+>", output) == re.findall(r"</?\d+>", source)
+
+
+def test_a_name_is_found_only_as_a_whole_word():
+    translate = scripted({"Give Al the book.": "把书给Alan和Al。"})
+    [result] = translate_blocks([Block("Give Al the book.", (Mark(5, 7, "b"),))], translate)
+    assert spans(result) == ["Al"] and result.marks[0].start == 8 and result.placement == ("sure",)
