@@ -98,3 +98,30 @@ def test_cli_error_is_one_line(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.startswith("enzh translate: error: ") and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("a.txt", "The weather is nice today.\n\nWhere is the train station?\n", "今天天气很好。\n\n车站在哪里？\n"),
+        # (the mark cannot be placed surely on the demo model's output: it wraps the smallest sure unit)
+        ("a.html", "<p>The weather is <b>nice</b> today.</p>", "<p><b>今天天气很好</b>。</p>"),
+        (
+            "a.srt",
+            "1\n00:00:01,000 --> 00:00:02,000\nThe weather is nice today.\n",
+            "1\n00:00:01,000 --> 00:00:02,000\n今天天气很好。\n",
+        ),
+        ("a.jsonl", '{"id": 1, "text": "Where is the train station?"}\n', '{"id": 1, "text": "车站在哪里？"}\n'),
+    ],
+)
+def test_translate_file_without_extras(tmp_path, name, content, expected):
+    source, out = tmp_path / name, tmp_path / f"out-{name}"
+    source.write_text(content, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "enzh", "translate-file", str(source), str(out), "--beam-size", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_text(encoding="utf-8") == expected
