@@ -78,3 +78,14 @@ def demo_dir() -> Path:
     from enzh.runtime.default_model import DEMO_DIR
 
     return DEMO_DIR
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models: torch threading only adds overhead (and stalls badly on a busy 2-core machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

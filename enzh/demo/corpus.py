@@ -15,6 +15,8 @@ the test split, so the test set is made of combinations that never occur in trai
 [('...', '...'), ('...', '...')]
 """
 
+# Long because it holds every sentence template (37) next to the grammar helpers they share; each template is
+# short and self-contained, and one file lets a reader check the whole demo language in one place.
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ Written for this project (no outside word lists). Each entry knows what it may c
 generated sentences stay meaningful: one reads a book and drinks a cup of tea, never the reverse.
 """
 
+# A data module (one table per word class); its length is the vocabulary's, split it and readers lose the overview.
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -187,6 +187,7 @@ def default_threads() -> int:
     return max(1, min(2, cores) if busy < 0.8 else min(2, cores) - 1)
 
 
+# One function, top to bottom: the recipe (data, tokenizers, model, schedule, checkpoint) is easier to audit whole.
 def train_demo(
     out_dir: str | Path,
     *,

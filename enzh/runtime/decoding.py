@@ -278,6 +278,7 @@ def check_num_return_sequences(num_return_sequences: int, num_beams: int) -> Non
         )
 
 
+# Long on purpose: one function per strategy, one comment per step, read top to bottom against HF's beam search.
 def beam_search_nbest(
     decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings, num_return_sequences: int
 ) -> list[list[Hypothesis]]:

@@ -39,12 +39,7 @@ PAIRS = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -32,13 +32,7 @@ EOS = 0
 _IMPOSSIBLE = np.float32(-1.0e9)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    """Tiny models: threading only adds overhead (and stalls badly on a busy 2-core machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -37,13 +37,7 @@ from enzh.runtime.options import DecodingSettings  # noqa: E402
 
 from models import WORDS  # noqa: E402
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def hf_nbest(model: Any, ids: Any, mask: Any, pad: int, n: int, **kwargs: Any) -> list[list[Hypothesis]]:

@@ -59,12 +59,7 @@ EXTRA_CASES = {
 MATRIX = {**CASES, **EXTRA_CASES}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def exportable_model(spec: ModelSpec) -> Any:
