@@ -11,12 +11,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from enzh.cli import bench, evaluate, export, quantize, serve, train_demo, translate, translate_file, validate
+from enzh.cli import bench, evaluate, export, keys, quantize, serve, train_demo, translate, translate_file, validate
 from enzh.runtime.errors import EnzhError
 
 logger = logging.getLogger("enzh")
 
-COMMANDS = (export, quantize, translate, translate_file, validate, evaluate, train_demo, serve, bench)
+COMMANDS = (export, quantize, translate, translate_file, validate, evaluate, train_demo, serve, keys, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from enzh.scale.options import replica_options
 from enzh.serve.options import ServeOptions
 from enzh.serve.run import serve
 
 # ServeOptions fields whose flag is not ``--field-name`` (tests/serve/test_server_cli.py keeps the two in sync).
 FLAGS = {"model_dir": "--model", "default_beam_size": "--beam-size", "batching": "--no-batching"}
+# Flags that set no ServeOptions field: the Ray Serve deployment's (enzh.scale.options.ReplicaOptions).
+RAY_FLAGS = frozenset({"--ray", "--replicas", "--max-replicas"})
 # Fields set only by code that embeds the app (tests, benchmarks), never from the command line.
-NOT_FLAGS = frozenset({"warmup", "handle_sigterm"})
+NOT_FLAGS = frozenset({"warmup", "handle_sigterm", "files_dir"})  # files_dir: set by run.serve for workers
 
 
 def add_parser(sub: Any) -> None:
@@ -34,6 +37,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-beam-size", type=int, default=defaults.max_beam_size)
     p.add_argument("--drain-timeout-s", type=float, default=defaults.drain_timeout_s)
     p.add_argument("--no-batching", action="store_true", help="run requests one at a time (benchmark baseline)")
+    # keys, limits, timeouts, CORS (docs/server.md "Keys and limits")
+    p.add_argument("--api-keys", metavar="FILE", help="require a key of this `enzh keys` store (default: no keys)")
+    p.add_argument("--req-limit", type=int, metavar="N", default=defaults.req_limit, help="requests/min per key")
+    p.add_argument("--char-limit", type=int, metavar="N", default=defaults.char_limit, help="characters/min per key")
+    p.add_argument("--header-timeout-s", type=float, default=defaults.header_timeout_s, help="close stalled requests")
+    p.add_argument("--cors-origins", metavar="ORIGINS", default=defaults.cors_origins, help="'*' or a,b (or none)")
+    # LibreTranslate API (docs/server.md "LibreTranslate API")
+    p.add_argument("--max-alternatives", type=int, default=defaults.max_alternatives, help="per text, at most")
+    p.add_argument("--download-ttl-s", type=float, default=defaults.download_ttl_s, help="translated files kept")
+    # Ray Serve (docs/scale.md): command-line only, not ServeOptions fields (enzh.scale.options.ReplicaOptions)
+    p.add_argument("--ray", metavar="local|auto|ADDRESS", help="serve replicas on Ray Serve (needs the [ray] extra)")
+    p.add_argument("--replicas", type=int, help="with --ray: replicas, each with its own model and batching (1)")
+    p.add_argument("--max-replicas", type=int, help="with --ray: autoscale from --replicas up to this many")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(run=run)
 
@@ -57,9 +73,22 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         max_beam_size=args.max_beam_size,
         drain_timeout_s=args.drain_timeout_s,
         batching=not args.no_batching,
+        max_alternatives=args.max_alternatives,
+        download_ttl_s=args.download_ttl_s,
+        api_keys=args.api_keys,
+        req_limit=args.req_limit,
+        char_limit=args.char_limit,
+        header_timeout_s=args.header_timeout_s,
+        cors_origins=args.cors_origins,
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    replicas = replica_options(args.ray, args.replicas, args.max_replicas)
+    if replicas is not None:
+        from enzh.scale.serving import serve_on_ray
+
+        serve_on_ray(options_from_args(args), replicas, log_level=args.log_level)
+        return 0
     serve(options_from_args(args), log_level=args.log_level)
     return 0

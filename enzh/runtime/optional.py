@@ -22,9 +22,13 @@ EXTRAS = {
     "uvicorn": "serve",
     "prometheus_client": "serve",
     "httpx": "serve",
+    "multipart": "serve",
+    "python_multipart": "serve",
+    "py3langid": "serve",
     "docx": "documents",
     "markdown_it": "documents",
     "opencc": "documents",
+    "ray": "ray",
 }
 
 

@@ -26,17 +26,18 @@ from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, Response
+from starlette.staticfiles import StaticFiles
 
 from enzh import __version__
-from enzh.serve.errors import STATUS_CODES, ApiError, error_response, json_response
+from enzh.serve.access import add_cors, add_key_checks
+from enzh.serve.errors import STATUS_CODES, ApiError, error_for_path, json_response
+from enzh.serve.libretranslate import add_libretranslate_routes
 from enzh.serve.middleware import BodyLimitMiddleware, MetricsMiddleware
+from enzh.serve.modes import Modes
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
 from enzh.serve.payload import read_payload, validate
 from enzh.serve.schemas import (
-    LIBRE_TARGETS,
     Health,
-    Languages,
-    LibreResponse,
     RequestModels,
     TranslateResponse,
     error_responses,
@@ -51,7 +52,8 @@ logger = logging.getLogger("enzh")
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 # Paths counted under their own name in the metrics; any other path is counted as "other".
 ROUTES = frozenset(
-    {"/", "/v1/translate", "/translate", "/languages", "/livez", "/readyz", "/metrics", "/docs", "/openapi.json"}
+    {"/", "/v1/translate", "/livez", "/readyz", "/metrics", "/docs", "/openapi.json"}
+    | {"/translate", "/translate_file", "/detect", "/languages", "/frontend/settings", "/spec", "/health"}
 )
 
 
@@ -70,14 +72,19 @@ def create_app(options: ServeOptions | None = None, translator: Any = None) -> F
     )
     app.state.service = service
     _add_error_handlers(app, service)
-    _add_translate_routes(app, service, request_models(options))
+    modes = Modes(service)
+    _add_translate_routes(app, service, modes, request_models(options))
+    add_libretranslate_routes(app, service, modes)
     _add_health_routes(app, service)
 
     def reject(reason: str) -> None:
         service.metrics.rejections.labels(reason=reason).inc()
 
-    # Outermost first: metrics see every response, including the body limit's 413.
+    # Innermost first: metrics see every response, including the body limit's 413 and the key checks' 403/429;
+    # the key checks read bodies within the body limit; CORS headers go on their answers too.
+    add_key_checks(app, options, reject)
     app.add_middleware(BodyLimitMiddleware, max_bytes=options.max_body_bytes, on_reject=reject)
+    add_cors(app, options)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics, routes=ROUTES)
     return app
 
@@ -108,25 +115,25 @@ def _add_error_handlers(app: FastAPI, service: Service) -> None:
     async def api_error(request: Request, exc: ApiError) -> Response:
         if exc.status in (400, 413, 415, 422) or exc.code in ("draining", "not_ready", "worker_dead"):
             service.metrics.rejections.labels(reason=exc.code).inc()
-        return error_response(exc.status, exc.code, exc.message, exc.headers)
+        return error_for_path(request.url.path, exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         code = STATUS_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-        return error_response(exc.status_code, code, message, dict(exc.headers or {}))
+        return error_for_path(request.url.path, exc.status_code, code, message, dict(exc.headers or {}))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(422, "invalid_request", "invalid request parameters")
+        return error_for_path(request.url.path, 422, "invalid_request", "invalid request parameters")
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:
         logger.exception("unhandled error on %s", request.url.path)
-        return error_response(500, "internal_error", f"internal error: {type(exc).__name__}")
+        return error_for_path(request.url.path, 500, "internal_error", f"internal error: {type(exc).__name__}")
 
 
-def _add_translate_routes(app: FastAPI, service: Service, models: RequestModels) -> None:
+def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: RequestModels) -> None:
     options = service.options
 
     @app.post(
@@ -141,8 +148,16 @@ def _add_translate_routes(app: FastAPI, service: Service, models: RequestModels)
         arrived = time.monotonic()
         body = validate(models.translate, await read_payload(request, form=False), options)
         texts = [body.text] if isinstance(body.text, str) else list(body.text)
-        answer = await service.handle(request, texts, target=body.target, beam_size=body.beam_size, arrived=arrived)
-        payload = {
+        answer = await modes.translate(
+            request,
+            texts,
+            target=body.target,
+            beam_size=body.beam_size,
+            arrived=arrived,
+            html=body.format == "html",
+            alternatives=body.alternatives or 0,
+        )
+        payload: dict[str, Any] = {
             "translations": answer.translations,
             "model": service.model_name,
             "target": body.target,
@@ -150,39 +165,9 @@ def _add_translate_routes(app: FastAPI, service: Service, models: RequestModels)
             "sentences": answer.sentences,
             "timing_ms": answer.timing_ms,
         }
+        if answer.alternatives is not None:
+            payload["alternatives"] = answer.alternatives
         return json_response(payload)
-
-    @app.post(
-        "/translate",
-        response_model=LibreResponse,
-        response_model_exclude_none=True,
-        responses=error_responses(400, 413, 415, 422, 429, 500, 503, 504),
-        openapi_extra=json_body(models.libre, form=True),
-        summary="LibreTranslate-compatible translation",
-        tags=["libretranslate"],
-    )
-    async def translate_libre(request: Request) -> Response:
-        arrived = time.monotonic()
-        body = validate(models.libre, await read_payload(request, form=True), options)
-        texts = [body.q] if isinstance(body.q, str) else list(body.q)
-        target = LIBRE_TARGETS.get(body.target, body.target)
-        answer = await service.handle(request, texts, target=target, beam_size=None, arrived=arrived)
-        translations = answer.translations
-        payload: dict[str, Any] = {"translatedText": translations[0] if isinstance(body.q, str) else translations}
-        if body.source == "auto":
-            payload["detectedLanguage"] = {"confidence": 100.0, "language": "en"}
-        return json_response(payload)
-
-    @app.get("/languages", response_model=Languages, tags=["libretranslate"], summary="Supported languages")
-    async def languages() -> Response:
-        targets = ["zh-Hans", "zh-Hant"]
-        if service.translator is not None:
-            tokens = service.translator.adapter.language_tokens
-            targets = [t for t in targets if not tokens or service.translator.adapter.resolve_target(t) in tokens]
-        names = {"zh-Hans": "Chinese (Simplified)", "zh-Hant": "Chinese (Traditional)"}
-        body = [{"code": "en", "name": "English", "targets": targets}]
-        body += [{"code": t, "name": names[t], "targets": []} for t in targets]
-        return json_response(body)
 
 
 def _add_health_routes(app: FastAPI, service: Service) -> None:
@@ -213,3 +198,5 @@ def _add_health_routes(app: FastAPI, service: Service) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> Response:
         return HTMLResponse((STATIC_DIR / "index.html").read_text(encoding="utf-8"))
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")  # the web page's scripts and style

@@ -1,4 +1,6 @@
-"""Errors as the service answers them: always JSON ``{"error": {"code", "message"}}``, always valid UTF-8."""
+"""Errors as the service answers them, always JSON and always valid UTF-8: ``{"error": {"code", "message"}}`` on
+the service's own API (/v1, health), and LibreTranslate's ``{"error": "<message>"}`` on the LibreTranslate API
+(:func:`is_libre_path`), where a bad request is 400 (never 415 or 422), a bad key 403 and a limit 429."""
 
 from __future__ import annotations
 
@@ -56,3 +58,38 @@ def json_response(content: Any, status: int = 200, headers: dict[str, str] | Non
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
     return json_response({"error": {"code": code, "message": message}}, status, headers)
+
+
+# -- the LibreTranslate API's shape ------------------------------------------------------------------------
+
+# Paths of the LibreTranslate API (enzh.serve.libretranslate): their errors are {"error": "<message>"}.
+LIBRE_PATHS = frozenset(
+    {"/translate", "/translate_file", "/detect", "/languages", "/frontend/settings", "/spec", "/health"}
+)
+LIBRE_PREFIXES = ("/download_file/",)
+# Statuses of the service that LibreTranslate answers with another one: every bad request is a 400 there.
+LIBRE_STATUS = {415: 400, 422: 400}
+
+
+def is_libre_path(path: str) -> bool:
+    """True for the paths of the LibreTranslate API, whose errors have LibreTranslate's shape."""
+    return path in LIBRE_PATHS or path.startswith(LIBRE_PREFIXES)
+
+
+class LibreError(ApiError):
+    """An error of the LibreTranslate API, answered as ``{"error": message}`` with ``status`` (400, 403, 429...)."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status, STATUS_CODES.get(status, "http_error"), message, headers)
+
+
+def libre_error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """LibreTranslate's error answer: ``{"error": message}``."""
+    return json_response({"error": message}, LIBRE_STATUS.get(status, status), headers)
+
+
+def error_for_path(path: str, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    """The error answer in the shape of the API ``path`` belongs to (LibreTranslate's, or the service's own)."""
+    if is_libre_path(path):
+        return libre_error_response(status, message, headers)
+    return error_response(status, code, message, headers)

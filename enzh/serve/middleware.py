@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from enzh.serve.errors import BodyTooLarge, error_response
+from enzh.serve.errors import BodyTooLarge, error_for_path
 from enzh.serve.metrics import Metrics
 
 Scope = MutableMapping[str, Any]
@@ -96,7 +96,8 @@ class BodyLimitMiddleware:
         """413 from Content-Length alone, without reading the body (such a client waits: nothing to drain)."""
         if self.on_reject:
             self.on_reject("body_too_large")
-        response = error_response(413, "body_too_large", f"the request body is larger than {self.max_bytes} bytes")
+        message = f"the request body is larger than {self.max_bytes} bytes"
+        response = error_for_path(scope.get("path", ""), 413, "body_too_large", message)
         response.headers["connection"] = "close"
         if expects_continue:
             await response(scope, receive, send)

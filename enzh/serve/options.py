@@ -36,6 +36,16 @@ class ServeOptions:
     default_beam_size: int | None = None  # None: the model's default (manifest.json)
     max_beam_size: int = 8
     drain_timeout_s: float = 30.0  # SIGTERM: how long in-flight work may take before the server stops
+    # -- keys, limits, timeouts, CORS (enzh.serve.access, limits, keys, protocol; docs/server.md "Keys and limits")
+    api_keys: str | None = None  # an `enzh keys` store: translation endpoints then need one of its keys (else 403)
+    req_limit: int = 0  # requests per minute per key (per address without keys); 429 + Retry-After above; 0 = none
+    char_limit: int = 0  # characters per minute, likewise; a key's own limits in the store replace both
+    header_timeout_s: float = 10.0  # a request head must arrive within this, a body may pause at most this long
+    cors_origins: str = ""  # "" = no CORS headers, "*" = any origin, else comma-separated origins
+    # -- LibreTranslate API (enzh.serve.libretranslate, modes, files; docs/server.md "LibreTranslate API")
+    max_alternatives: int = 3  # most alternatives a request may ask for (at most beam size - 1 are found)
+    download_ttl_s: float = 1800.0  # how long a file translated by /translate_file can be downloaded
+    files_dir: str | None = None  # where those files are kept (None: a temporary directory of the process)
     warmup: bool = True
     handle_sigterm: bool = True  # drain on SIGTERM (only when serving from the main thread)
 
@@ -54,6 +64,14 @@ class ServeOptions:
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 1, f"{name} must be an integer >= 1, got {value!r}")
         require(0 <= self.port <= 65535, f"port must be 0..65535, got {self.port}")
+        require(
+            isinstance(self.max_alternatives, int) and self.max_alternatives >= 0,
+            f"max_alternatives must be an integer >= 0, got {self.max_alternatives!r}",
+        )
+        require(
+            math.isfinite(self.download_ttl_s) and self.download_ttl_s > 0,
+            f"download_ttl_s must be a finite number > 0, got {self.download_ttl_s!r}",
+        )
         require(self.threads >= 0, f"threads must be >= 0 (0 = all cores), got {self.threads}")
         for name in ("max_queue_delay_ms", "drain_timeout_s"):
             value = getattr(self, name)
@@ -66,6 +84,18 @@ class ServeOptions:
             self.default_beam_size is None or 1 <= self.default_beam_size <= self.max_beam_size,
             f"default_beam_size must be 1..max_beam_size ({self.max_beam_size}), got {self.default_beam_size}",
         )
+        for name in ("req_limit", "char_limit"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= 0, f"{name} must be an integer >= 0 (0 = none), got {value!r}")
+        require(
+            math.isfinite(self.header_timeout_s) and self.header_timeout_s > 0,
+            f"header_timeout_s must be a finite number > 0, got {self.header_timeout_s!r}",
+        )
+        require(self.api_keys is None or bool(self.api_keys), "api_keys must be the path of a key store")
+
+    def cors_origin_list(self) -> list[str]:
+        """The origins of ``cors_origins`` (empty: no CORS headers)."""
+        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
 
     def scheduler_options(self) -> SchedulerOptions:
         return SchedulerOptions(

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from enzh.runtime.segment import clean_text
 from enzh.serve.errors import ApiError
@@ -50,8 +50,11 @@ def _is_json(media: str) -> bool:
 
 async def _read_body(request: Request) -> bytes:
     chunks = []
-    async for chunk in request.stream():  # BodyLimitMiddleware raises BodyTooLarge past the limit
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():  # BodyLimitMiddleware raises BodyTooLarge past the limit
+            chunks.append(chunk)
+    except ClientDisconnect:  # it left, or the read timeout (enzh.serve.protocol) closed it: nobody to answer
+        raise ApiError(499, "client_gone", "the client closed the connection") from None
     return b"".join(chunks)
 
 

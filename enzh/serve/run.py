@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from enzh.runtime.default_model import default_model_dir
 from enzh.runtime.manifest import Manifest
 from enzh.runtime.optional import import_optional
+from enzh.serve.keys import KeyStore
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
 
 # What uvicorn imports in each worker process when ``workers > 1`` (it reads ENV_OPTIONS).
@@ -23,20 +26,32 @@ def serve(options: ServeOptions, log_level: str = "info") -> None:
         import_optional(module, "the HTTP service")
     uvicorn = import_optional("uvicorn", "the HTTP service")
     from enzh.serve.app import create_app  # the web stack: imported once the serve extra is known to be there
+    from enzh.serve.protocol import http_protocol
 
     if options.model_dir is None:
         options = dataclasses.replace(options, model_dir=str(default_model_dir()))
     model_dir = Path(options.model_dir or ".")
     Manifest.load(model_dir).verify_files(model_dir, check_hashes=False)  # a bad --model fails now, not later
+    if options.api_keys is not None:
+        KeyStore(options.api_keys).close()  # likewise a missing key store
     common: dict[str, Any] = dict(
         host=options.host,
         port=options.port,
         log_level=log_level,
         timeout_graceful_shutdown=int(options.drain_timeout_s) + 5,
         access_log=False,
+        http=http_protocol(options.header_timeout_s),  # closes stalled connections (uvicorn has no such timeout)
     )
     if options.workers > 1:
+        shared = None
+        if options.files_dir is None:  # every worker must find the files that any of them translated
+            shared = tempfile.mkdtemp(prefix="enzh-files-")
+            options = dataclasses.replace(options, files_dir=shared)
         os.environ[ENV_OPTIONS] = json.dumps(dataclasses.asdict(options))
-        uvicorn.run(APP_FACTORY, factory=True, workers=options.workers, **common)
+        try:
+            uvicorn.run(APP_FACTORY, factory=True, workers=options.workers, **common)
+        finally:
+            if shared is not None:
+                shutil.rmtree(shared, ignore_errors=True)
     else:
         uvicorn.run(create_app(options), **common)

@@ -13,9 +13,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 
 from enzh.serve.options import ServeOptions
 
-# LibreTranslate's target codes -> this service's.
-LIBRE_TARGETS = {"zh": "zh-Hans", "zh-CN": "zh-Hans", "zh-TW": "zh-Hant", "zt": "zh-Hant"}
-
 
 class ErrorDetail(BaseModel):
     code: str
@@ -39,20 +36,9 @@ class TranslateResponse(BaseModel):
     beam_size: int
     sentences: int = Field(description="sentences translated (after splitting)")
     timing_ms: Timing
-
-
-class LibreResponse(BaseModel):
-    translatedText: str | list[str]  # LibreTranslate's field names
-    detectedLanguage: dict[str, Any] | None = None
-
-
-class Language(BaseModel):
-    code: str
-    name: str
-    targets: list[str]
-
-
-Languages = list[Language]
+    alternatives: list[list[str]] | None = Field(
+        None, description="with alternatives > 0 only: per text, other translations of it, best first"
+    )
 
 
 class Health(BaseModel):
@@ -70,7 +56,6 @@ def _integral(value: Any) -> Any:
 @dataclass(frozen=True)
 class RequestModels:
     translate: type[BaseModel]  # POST /v1/translate
-    libre: type[BaseModel]  # POST /translate
 
 
 def request_models(options: ServeOptions) -> RequestModels:
@@ -78,7 +63,7 @@ def request_models(options: ServeOptions) -> RequestModels:
     Text = Annotated[str, StringConstraints(max_length=options.max_chars_per_text)]
     Texts = Annotated[list[Text], Field(max_length=options.max_texts_per_request)]
     # JSON Schema counts 2.0 as an integer, so an integral float is one; 2.5, "2" and true are not.
-    Int = Annotated[int, BeforeValidator(_integral)]
+    Alternatives = Annotated[int, Field(ge=0, le=options.max_alternatives), BeforeValidator(_integral)]
     Beam = Annotated[int, Field(ge=1, le=options.max_beam_size), BeforeValidator(_integral)]
 
     class TranslateRequest(BaseModel):
@@ -87,18 +72,12 @@ def request_models(options: ServeOptions) -> RequestModels:
         text: Text | Texts = Field(description="English text (sentences and paragraphs are kept) or a list of texts")
         target: Literal["zh-Hans", "zh-Hant"] = Field("zh-Hans", description="Simplified or Traditional")
         beam_size: Beam | None = Field(None, description="beam width (default: the model's)")
+        format: Literal["text", "html"] = Field("text", description="html: tags kept, the text between translated")
+        alternatives: Alternatives | None = Field(
+            None, description="up to this many other translations per text (from the beams: at most beam_size - 1)"
+        )
 
-    class LibreRequest(BaseModel):
-        model_config = ConfigDict(extra="allow", strict=True, title="LibreTranslateRequest")
-
-        q: Text | Texts = Field(description="text or list of texts to translate")
-        source: Literal["en", "auto"] = "en"
-        target: Literal["zh", "zh-Hans", "zh-CN", "zh-Hant", "zh-TW", "zt"] = "zh-Hans"
-        format: Literal["text"] = "text"
-        api_key: str | None = Field(None, description="accepted and ignored")
-        alternatives: Int | None = Field(None, description="accepted and ignored")
-
-    return RequestModels(translate=TranslateRequest, libre=LibreRequest)
+    return RequestModels(translate=TranslateRequest)
 
 
 # -- OpenAPI -----------------------------------------------------------------------------------------------

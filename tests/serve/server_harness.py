@@ -27,6 +27,7 @@ from starlette.testclient import TestClient
 from enzh.runtime.default_model import DEMO_TEST_SET
 from enzh.serve.app import create_app
 from enzh.serve.options import ServeOptions
+from enzh.serve.protocol import http_protocol
 
 # Sentences from the demo model's domain (its held-out test set), for realistic mixed-length requests.
 SENTENCES = [
@@ -74,14 +75,14 @@ def fire(client: TestClient, payloads: list[Any], path: str = "/v1/translate") -
 class ThreadServer:
     """uvicorn serving ``app`` from a daemon thread on a free port of 127.0.0.1."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, **settings: Any) -> None:
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10, **settings)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
@@ -124,7 +125,8 @@ def wait_ready_url(url: str, timeout: float) -> None:
 
 @contextlib.contextmanager
 def running(options: ServeOptions, translator: Any = None, *, wait_ready: bool = True) -> Iterator[ThreadServer]:
-    server = ThreadServer(create_app(options, translator)).start(wait_ready=wait_ready)
+    http = http_protocol(options.header_timeout_s)  # as `enzh serve` runs it
+    server = ThreadServer(create_app(options, translator), http=http).start(wait_ready=wait_ready)
     try:
         yield server
     finally:
