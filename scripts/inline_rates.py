@@ -1,12 +1,14 @@
 """How often an inline tag lands on the right words: the tagged demo set, per placement mechanism (docs/html.md).
 
-    .venv/bin/python scripts/inline_rates.py [--attention]
+    .venv/bin/python scripts/inline_rates.py [--model DIR | --sweep]
 
 The set (tests/documents/data/inline_tagged_demo.tsv) holds sentences of the demo test set with <b>/<i>/<a> around
 English words and, on the reference translation, around their Chinese. A mark is *exact* when its placed range
 is the reference range, *contains* when its range holds the reference words (exact included), *wrong* when it
-has text but not its words, *empty* when it was written with nothing inside. ``--attention`` also measures the
-demo model's cross-attention (PyTorch on assets/demo-hf, forced to the ONNX output; needs the export extra).
+has text but not its words, *empty* when it was written with nothing inside. The cross-attention comes from the
+model directory's aligner graph (aligner.onnx) through ONNX Runtime: no torch needed. ``--model`` measures another
+export of the demo model; ``--sweep`` compares the aligner's layers and heads (it exports assets/demo-hf with
+each setting: needs the export extra).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from enzh.documents import placement
+from enzh.documents.alignment import ModelAligner
 from enzh.documents.inline import Block, Mark, translate_blocks
 from enzh.runtime.translator import Translator
 
@@ -84,93 +87,109 @@ def proportional(rows) -> list[dict[str, tuple[int, int]]]:
     return out
 
 
-def attention(rows, translator: Translator) -> list[dict[str, tuple[int, int]]]:
-    """Each mark on the target range with the most cross-attention mass on its source pieces (max-sum segment of
-    mass - 0.4, mean over all layers and heads): an upper bound, no order or nesting constraint applied."""
-    import torch
-    from transformers import MarianMTModel
-
-    model = MarianMTModel.from_pretrained(ROOT / "assets" / "demo-hf", attn_implementation="eager").eval()
-    tok = translator.tokenizer
+def attention_alone(rows, aligner: ModelAligner) -> list[dict[str, tuple[int, int]]]:
+    """Each mark on the range its source pieces are aligned with (placement.attended, the model's aligner graph
+    through ONNX Runtime), with no order or nesting constraint: what attention alone would place."""
+    alignments = aligner([(source, target) for source, _, target, _ in rows])
     out = []
-    for source, marks, _, _ in rows:
-        ids = list(translator.translate_detailed([source], beam_size=1)[0].token_ids[0])
-        src_ids = tok.encode(f">>cmn_Hans<< {source}")
-        with torch.no_grad():
-            result = model(
-                input_ids=torch.tensor([src_ids]),
-                decoder_input_ids=torch.tensor([[translator.adapter.decoder_start_token_id, *ids[:-1]]]),
-                output_attentions=True,
-            )
-        att = torch.stack(result.cross_attentions)[:, 0].mean((0, 1))[: len(ids) - 1, 1:-1]  # drop lang tag, eos
-        att = (att / att.sum(1, keepdim=True)).tolist()
-        pieces, cursor = [], 0
-        for piece in tok.source_pieces(source):
-            surface = piece.replace("\u2581", "")
-            at = source.find(surface, cursor) if surface else cursor
-            pieces.append((at, at + len(surface)))
-            cursor = at + len(surface)
-        ends = [len(tok.decode(ids[: k + 1])) for k in range(len(ids) - 1)]
-        spans = [(0 if k == 0 else ends[k - 1], ends[k]) for k in range(len(ends))]
-        placed = {}
-        for tag, (a, b) in marks.items():
-            columns = [i for i, (x, y) in enumerate(pieces) if x < b and a < y]
-            scores = [
-                sum(row[c] for c in columns) - 0.4 if s < e else -1.0 for row, (s, e) in zip(att, spans, strict=True)
-            ]
-            best, lo, hi, run, run_lo = -1e9, 0, 1, 0.0, 0
-            for t, value in enumerate(scores):
-                run, run_lo = (value, t) if run <= 0 else (run + value, run_lo)
-                if run > best:
-                    best, lo, hi = run, run_lo, t + 1
-            placed[tag] = (spans[lo][0], spans[hi - 1][1])
-        out.append(placed)
+    for (_, marks, target, _), alignment in zip(rows, alignments, strict=True):
+        assert alignment is not None
+        out.append({tag: placement.attended(alignment, a, b, len(target)) or (0, 0) for tag, (a, b) in marks.items()})
     return out
+
+
+class Engine:
+    """The demo model as a sentence translator (beam 1) with the aligner protocol's ``align``."""
+
+    def __init__(self, translator: Translator) -> None:
+        self.translator = translator
+        self.align = ModelAligner(translator)
+
+    def __call__(self, texts: list[str]) -> list[str]:
+        return self.translator.translate(texts, beam_size=1)
+
+
+def by_kind(rows, engine: Engine) -> None:
+    """The shipped placement's marks by how they were placed (TranslatedBlock.placement)."""
+    blocks = [Block(src, tuple(Mark(a, b, tag) for tag, (a, b) in marks.items())) for src, marks, _, _ in rows]
+    counts: Counter[tuple[str, str]] = Counter()
+    for (_, _, _, gold), result in zip(rows, translate_blocks(blocks, engine), strict=True):
+        for mark, kind in zip(result.marks, result.placement, strict=True):
+            a, b = gold[mark.tag]
+            holds = mark.start <= a and b <= mark.end
+            counts[kind, "marks"] += 1
+            counts[kind, "exact"] += (mark.start, mark.end) == (a, b)
+            counts[kind, "contains"] += holds
+            counts[kind, "wrong"] += mark.start < mark.end and not holds
+    print("\n| placed as | marks | exact | contains its words | wrong words |\n|---|---|---|---|---|")
+    for kind in ("sure", "aligned", "unit", "empty"):
+        values = " | ".join(str(counts[kind, key]) for key in ("marks", "exact", "contains", "wrong"))
+        print(f"| {kind} | {values} |")
+
+
+# The aligner settings compared by --sweep: every layer, each layer, pairs of layers (all heads), and each head of
+# each layer.
+SWEEP = [((), ()), ((0,), ()), ((1,), ()), ((2,), ()), ((0, 1), ()), ((1, 2), ())] + [
+    ((layer,), (head,)) for layer in range(3) for head in range(4)
+]
+
+
+def sweep(rows) -> None:
+    """The shipped mechanism with each aligner setting of SWEEP (exports of assets/demo-hf: the export extra)."""
+    import tempfile
+
+    from enzh.export.pipeline import AlignerSettings, ExportOptions, export
+
+    print("| aligner: mean over | exact | contains its words | wrong words | empty |\n|---|---|---|---|---|")
+    for layers, heads in SWEEP:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = AlignerSettings(layers=layers, heads=heads)
+            export(str(ROOT / "assets" / "demo-hf"), tmp, ExportOptions(progress=False, aligner=settings, force=True))
+            engine = Engine(Translator.load(tmp))
+            name = f"layers {list(layers) or 'all'}, heads {list(heads) or 'all'}"
+            score(name, rows, by_translate_blocks(rows, engine))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--attention", action="store_true", help="also measure cross-attention (needs torch)")
+    parser.add_argument("--model", help="model directory (default: the embedded demo model)")
+    parser.add_argument(
+        "--sweep", action="store_true", help="compare aligner layers/heads (exports assets/demo-hf; export extra)"
+    )
     args = parser.parse_args(argv)
     rows = load()
-    translator = Translator.load()
-
-    def translate(texts: list[str]) -> list[str]:
-        return translator.translate(texts, beam_size=1)
-
-    print(f"{len(rows)} sentences, {sum(len(r[1]) for r in rows)} marks (demo model, beam 1)\n")
+    if args.sweep:
+        sweep(rows)
+        return 0
+    engine = Engine(Translator.load(args.model))
+    if not engine.translator.has_aligner:
+        parser.error(f"{engine.translator.directory} has no aligner.onnx; re-export it with `enzh export`")
+    alignment = engine.translator.manifest.alignment
+    print(
+        f"{len(rows)} sentences, {sum(len(r[1]) for r in rows)} marks (demo model, beam 1; aligner: mean over "
+        f"layers {alignment['layers']}, heads {alignment['heads']})\n"
+    )
     print("| mechanism | exact | contains its words | wrong words | empty |\n|---|---|---|---|---|")
     score("proportional (the first placeholder)", rows, proportional(rows))
-    score("fallback only (`anchors=False`)", rows, by_translate_blocks(rows, translate, anchors=False))
+    score(
+        "fallback only (`anchors=False, attention=False`)",
+        rows,
+        by_translate_blocks(rows, engine, anchors=False, attention=False),
+    )
     shipped = placement.anchor_input
     placement.anchor_input = lambda s, f: None if shipped(s, f) is None else s[f.start : f.end].strip()
     try:
         import enzh.documents.inline as inline
 
         inline.anchor_input = placement.anchor_input
-        score("anchors, span translated bare", rows, by_translate_blocks(rows, translate))
+        score("anchors, span translated bare", rows, by_translate_blocks(rows, engine, attention=False))
     finally:
         placement.anchor_input = inline.anchor_input = shipped
-    score("anchors, span + '.' (shipped)", rows, by_translate_blocks(rows, translate))
-    if args.attention:
-        aligned = attention(rows, translator)
-        score("cross-attention alone, no order/nesting constraint", rows, aligned)
-        ranges = {
-            (src, *marks[tag]): got[tag] for (src, marks, _, _), got in zip(rows, aligned, strict=True) for tag in marks
-        }
-        sure = placement._Solver._sure
-        for anchors_first in (False, True):
-
-            def with_attention(solver, fragment, anchor, anchors_first=anchors_first):
-                found = sure(solver, fragment, anchor) if anchors_first else None
-                return found or ranges.get((solver.source, fragment.start, fragment.end))
-
-            placement._Solver._sure = with_attention  # type: ignore[method-assign]
-            try:
-                name = "anchors, then cross-attention" if anchors_first else "cross-attention"
-                score(f"{name}, in the placement (order, nesting)", rows, by_translate_blocks(rows, translate))
-            finally:
-                placement._Solver._sure = sure  # type: ignore[method-assign]
+    score("anchors, span + `.` (`attention=False`)", rows, by_translate_blocks(rows, engine, attention=False))
+    score("cross-attention alone, no order/nesting constraint", rows, attention_alone(rows, engine.align))
+    score("cross-attention, in the placement (`anchors=False`)", rows, by_translate_blocks(rows, engine, anchors=False))
+    score("**anchors, then cross-attention (shipped)**", rows, by_translate_blocks(rows, engine))
+    by_kind(rows, engine)
     return 0
 
 

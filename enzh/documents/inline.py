@@ -10,11 +10,14 @@ How a mark is placed (docs/html.md has the measurements): the block is split int
 into one fragment per sentence it touches. A fragment covering its whole sentence (or all of it but its edge
 punctuation) wraps the whole translation. Otherwise its text is translated on its own, in the same batch as the
 sentences, and when that translation (or the fragment's text itself, for names and numbers) occurs exactly once
-in the sentence's translation, the fragment goes there: a *sure anchor*. Anchors that break the source order or
-nesting are dropped. A fragment without a sure anchor takes the smallest unit that the placed marks leave for
-it: the rest of its sentence (its parent's translation, between its placed siblings); when several siblings
-compete for one unit, the longest takes it and the others become zero-width, since two marks cannot share
-words and keep their nesting. :mod:`enzh.documents.placement` does the per-sentence work.
+in the sentence's translation, the fragment goes there: a *sure anchor*. Without one, when the model has an
+aligner (``translate.align``, below), the fragment goes on the target pieces that attend most to its source
+pieces (the decoder's cross-attention): an *aligned* range. Anchors and aligned ranges that break the source
+order or nesting are dropped (an aligned range never displaces an anchor). A fragment left without a range takes
+the smallest unit that the placed marks leave for it: the rest of its sentence (its parent's translation, between
+its placed siblings); when several siblings compete for one unit, the longest takes it and the others become
+zero-width, since two marks cannot share words and keep their nesting. :mod:`enzh.documents.placement` does
+the per-sentence work.
 
 The tag protocol: a mark's ``tag`` is the format's own data. When it has a ``parent`` attribute (an index into
 the block's marks, or None for a top-level mark; :class:`enzh.documents.markup.Tag` has one), that is the
@@ -22,6 +25,12 @@ enclosing mark, which makes zero-width marks at a boundary unambiguous; otherwis
 the spans (the nearest earlier mark that contains it). When it has a ``verbatim`` attribute that is not None
 (inline code written back as is), the mark is placed only on an exact occurrence of its text, else as a
 zero-width point, so that it never swallows translated words.
+
+The aligner protocol: when ``translate`` has an ``align`` attribute (``(sentence, translation)`` pairs -> one
+:class:`~enzh.documents.placement.Alignment` or None per pair; :class:`enzh.documents.alignment.ModelAligner`
+computes them with the model's aligner graph), it is called once per :func:`translate_blocks` call, for the
+sentences that have marks to place. None for a pair (or no ``align``) leaves that sentence to the anchors and
+the fallback.
 """
 
 from __future__ import annotations
@@ -29,7 +38,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from enzh.documents.placement import Fragment, Placed, anchor_input, place_sentence, repair
+from enzh.documents.placement import (
+    Alignment,
+    Fragment,
+    Placed,
+    anchor_input,
+    needs_alignment,
+    place_sentence,
+    repair,
+)
 from enzh.runtime.segment import Piece, join_translations, needs_translation, split_text
 
 
@@ -59,8 +76,9 @@ class TranslatedBlock:
     """The translated text and the same marks (same order and nesting) over spans of it.
 
     ``placement`` says for each mark how it was placed: ``sure`` (a whole sentence, an exact anchor, or text
-    left untranslated), ``unit`` (wraps the smallest unit left for it), ``point`` (zero-width in the source
-    too) or ``empty`` (it had text, but no unit could be given to it: it is written with nothing inside)."""
+    left untranslated), ``aligned`` (on the words its source words attend to), ``unit`` (wraps the smallest unit
+    left for it), ``point`` (zero-width in the source too) or ``empty`` (it had text, but no unit could be given
+    to it: it is written with nothing inside)."""
 
     text: str
     marks: tuple[Mark, ...] = ()
@@ -69,17 +87,19 @@ class TranslatedBlock:
 
 # Translates a list of sentences (each one model input) into a list of the same length.
 SentenceTranslator = Callable[[list[str]], list[str]]
+# Aligns (sentence, translation) pairs: one Alignment (or None: no alignment) per pair.
+SentenceAligner = Callable[[list[tuple[str, str]]], Sequence[Alignment | None]]
 
-_RANK = {"sure": 0, "point": 1, "unit": 2, "empty": 3}
+_RANK = {"sure": 0, "aligned": 1, "point": 2, "unit": 3, "empty": 4}
 
 
 def translate_blocks(
-    blocks: Sequence[Block], translate: SentenceTranslator, *, anchors: bool = True
+    blocks: Sequence[Block], translate: SentenceTranslator, *, anchors: bool = True, attention: bool = True
 ) -> list[TranslatedBlock]:
     """Translate every block's sentences and marked spans in one call of ``translate``; place each block's marks.
 
-    ``anchors=False`` translates no span on its own (fewer model inputs): every mark that does not cover a whole
-    sentence then takes the fallback unit."""
+    ``anchors=False`` translates no span on its own (fewer model inputs); ``attention=False`` does not call
+    ``translate.align``. With neither, every mark that does not cover a whole sentence takes the fallback unit."""
     layouts = [_Layout.of(block, anchors) for block in blocks]
     todo: list[str] = []
     index: dict[str, int] = {}
@@ -94,10 +114,33 @@ def translate_blocks(
     done = translate(todo) if todo else []
     if len(done) != len(todo):
         raise ValueError(f"translate returned {len(done)} results for {len(todo)} inputs")
-    return [layout.place(done, asked) for layout, asked in zip(layouts, requests, strict=True)]
+    align: SentenceAligner | None = getattr(translate, "align", None) if attention else None
+    alignments = _alignments(layouts, requests, done, align)
+    return [layout.place(done, asked, alignments) for layout, asked in zip(layouts, requests, strict=True)]
+
+
+def _alignments(
+    layouts: list[_Layout], requests: list[_Requests], done: list[str], align: SentenceAligner | None
+) -> dict[tuple[str, str], Alignment | None]:
+    """(sentence, translation) -> its alignment, for every translated sentence with a mark to place by attention."""
+    if align is None:
+        return {}
+    pairs: dict[tuple[str, str], None] = {}
+    for layout, (sentence_ids, _) in zip(layouts, requests, strict=True):
+        for s, j in zip(layout.sentences, sentence_ids, strict=True):
+            if j >= 0 and needs_alignment(s.piece.text, s.fragments):
+                pairs[s.piece.text, done[j]] = None
+    if not pairs:
+        return {}
+    found = list(align(list(pairs)))
+    if len(found) != len(pairs):
+        raise ValueError(f"align returned {len(found)} results for {len(pairs)} pairs")
+    return dict(zip(pairs, found, strict=True))
 
 
 _INFER = object()  # a tag without a ``parent`` attribute: the nesting comes from the spans
+# What a block asked for: each sentence's index in the batch (-1: kept as it is), each fragment's anchor's.
+_Requests = tuple[list[int], list[list[int | None]]]
 
 
 def mark_parents(marks: Sequence[Mark]) -> list[int]:
@@ -206,7 +249,7 @@ class _Layout:
                 return j
         return -1
 
-    def requests(self, ask: Callable[[str], int]) -> tuple[list[int], list[list[int | None]]]:
+    def requests(self, ask: Callable[[str], int]) -> _Requests:
         """Ask for each sentence's translation and each fragment's anchor translation (indices into the batch)."""
         sentences = [ask(s.piece.text) if s.translated else -1 for s in self.sentences]
         anchors: list[list[int | None]] = []
@@ -218,7 +261,9 @@ class _Layout:
             anchors.append(asked)
         return sentences, anchors
 
-    def place(self, done: list[str], asked: tuple[list[int], list[list[int | None]]]) -> TranslatedBlock:
+    def place(
+        self, done: list[str], asked: _Requests, alignments: dict[tuple[str, str], Alignment | None]
+    ) -> TranslatedBlock:
         sentence_ids, anchor_ids = asked
         outputs = [done[j] if j >= 0 else s.piece.text for s, j in zip(self.sentences, sentence_ids, strict=True)]
         text = join_translations(outputs, [s.piece for s in self.sentences])
@@ -231,7 +276,8 @@ class _Layout:
         offset = 0
         for s, output, ids in zip(self.sentences, outputs, anchor_ids, strict=True):
             anchors = [done[j] if j is not None else None for j in ids]
-            placed: list[Placed] = place_sentence(s.piece.text, output, s.fragments, anchors, s.translated)
+            alignment = alignments.get((s.piece.text, output))
+            placed: list[Placed] = place_sentence(s.piece.text, output, s.fragments, anchors, s.translated, alignment)
             for fragment, result in zip(s.fragments, placed, strict=True):
                 i = fragment.mark
                 starts.setdefault(i, offset + result.start)

@@ -5,13 +5,14 @@ is top-down over the fragment tree, inside the parent's range (the whole transla
 
 1. *sure* ranges: the whole translation (the fragment covers the sentence), its core (the sentence but its
    leading/trailing punctuation), or an anchor: the fragment's own text or its separate translation found
-   exactly once in the sentence's translation;
-2. among the siblings, the sure ranges that keep the source order (inside the parent, disjoint, in order) are
-   kept, as many as possible;
+   exactly once in the sentence's translation; without one, when the model has an aligner, the *aligned* range:
+   the target pieces that attend most to the fragment's source pieces (:func:`attended`);
+2. among the siblings, the sure and aligned ranges that keep the source order (inside the parent, disjoint, in
+   order) are kept, as many as possible, sure anchors first;
 3. each run of siblings left between two kept ones gets the gap between them (minus the edge punctuation its
    source does not have): the longest fragment of the run that may wrap it does, the others become zero-width.
-   A fragment may not wrap a gap when its anchor was found elsewhere (dropped to keep the order), when the gap
-   is only punctuation, or when its own translation shares no character with the gap: it would be on words
+   A fragment may not wrap a gap when its anchor or aligned range was elsewhere (dropped to keep the order),
+   when the gap is only punctuation, or when its own translation shares no character with the gap: it would be on words
    that are surely not its own. Sharing a gap by length was measured and rejected (it puts tags on wrong
    words: docs/html.md). Zero-width and verbatim fragments become points at their relative position.
 
@@ -26,10 +27,15 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from enzh.runtime.segment import needs_translation
 
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]{2}")  # two word characters in a row: a cut inside a word
 _SENTENCE_END = (".", "?", "!", "…", ":", ";")
+# A target piece is on a fragment's words when more than this share of its attention is on the fragment's source
+# pieces; the aligned range is the run of target pieces with the most attention above it (docs/html.md).
+ATTENTION_MARGIN = 0.4
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,41 @@ class Placed:
     kind: str
 
 
+@dataclass(frozen=True)
+class Alignment:
+    """A sentence's cross-attention on its translation: ``weights[t, s]``, the attention of target piece t on
+    source piece s (each row sums to 1 over the source pieces); ``source[s]`` and ``target[t]``: each piece's
+    character range in the sentence and in its translation."""
+
+    source: tuple[tuple[int, int], ...]
+    target: tuple[tuple[int, int], ...]
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.weights.shape != (len(self.target), len(self.source)):
+            raise ValueError(f"weights {self.weights.shape} for {len(self.target)} x {len(self.source)} pieces")
+
+
+def attended(alignment: Alignment, start: int, end: int, output_length: int) -> tuple[int, int] | None:
+    """The range of the translation aligned with ``[start, end)`` of the sentence: the run of target pieces whose
+    attention on the source pieces overlapping it, minus :data:`ATTENTION_MARGIN`, sums highest. None when no
+    target piece gives it more than the margin (then the fallback places the fragment)."""
+    columns = [s for s, (lo, hi) in enumerate(alignment.source) if lo < end and start < hi]
+    usable = [lo < hi <= output_length for lo, hi in alignment.target]
+    if not columns or not any(usable):
+        return None
+    mass = alignment.weights[:, columns].sum(axis=1) - ATTENTION_MARGIN
+    best, first, last, run, run_first = 0.0, -1, -1, 0.0, 0
+    for t, value in enumerate(mass.tolist()):
+        value = value if usable[t] else -1.0  # a piece with no text of its own (a lone space) ends no range
+        run, run_first = (value, t) if run <= 0 else (run + value, run_first)
+        if run > best:
+            best, first, last = run, run_first, t
+    if first < 0:
+        return None
+    return alignment.target[first][0], alignment.target[last][1]
+
+
 def anchor_input(sentence: str, fragment: Fragment) -> str | None:
     """The model input that translates ``fragment`` on its own, or None when its place needs no translation."""
     if fragment.literal or fragment.start >= fragment.end or _covers_core(sentence, fragment):
@@ -64,21 +105,50 @@ def anchor_input(sentence: str, fragment: Fragment) -> str | None:
     return text if text.endswith(_SENTENCE_END) else text + "."
 
 
+def needs_alignment(sentence: str, fragments: Sequence[Fragment]) -> bool:
+    """Whether a fragment of ``sentence`` may be placed by attention: one with words that is not verbatim and does
+    not cover the sentence (those have sure ranges)."""
+    return any(
+        not f.literal and f.start < f.end and not _covers_core(sentence, f) and sentence[f.start : f.end].strip()
+        for f in fragments
+    )
+
+
 def place_sentence(
-    source: str, output: str, fragments: Sequence[Fragment], anchors: Sequence[str | None], translated: bool
+    source: str,
+    output: str,
+    fragments: Sequence[Fragment],
+    anchors: Sequence[str | None],
+    translated: bool,
+    alignment: Alignment | None = None,
 ) -> list[Placed]:
-    """Ranges in ``output`` for ``fragments`` of ``source``; ``anchors[i]``: fragment i's own translation."""
+    """Ranges in ``output`` for ``fragments`` of ``source``; ``anchors[i]``: fragment i's own translation;
+    ``alignment``: the sentence's cross-attention on ``output``, when the model has an aligner."""
     if not translated:  # the sentence is kept as it is: the same offsets
         n = len(output)
         return [Placed(min(f.start, n), min(f.end, n), "sure" if f.start < f.end else "point") for f in fragments]
-    return _Solver(source, output, fragments, anchors).solve()
+    return _Solver(source, output, fragments, anchors, alignment).solve()
 
 
 class _Solver:
-    def __init__(self, source: str, output: str, fragments: Sequence[Fragment], anchors: Sequence[str | None]):
+    def __init__(
+        self,
+        source: str,
+        output: str,
+        fragments: Sequence[Fragment],
+        anchors: Sequence[str | None],
+        alignment: Alignment | None = None,
+    ):
         self.source, self.output, self.fragments = source, output, fragments
         self.anchors = anchors
         self.sure = [self._sure(f, a) for f, a in zip(fragments, anchors, strict=True)]
+        # Without a sure range, a fragment with words takes the range its source pieces are aligned with.
+        self.aligned = [
+            attended(alignment, f.start, f.end, len(output))
+            if alignment is not None and sure is None and not f.literal and f.start < f.end
+            else None
+            for f, sure in zip(fragments, self.sure, strict=True)
+        ]
         self.children: dict[int, list[int]] = {-1: []}
         for i, fragment in enumerate(fragments):
             self.children.setdefault(i, [])
@@ -106,7 +176,7 @@ class _Solver:
 
     def _node(self, node: int, lo: int, hi: int, source_lo: int, source_hi: int) -> None:
         kids = self.children[node]
-        kept = _chain([(k, self.sure[k]) for k in kids], lo, hi)
+        kept = _chain([(k, self.sure[k] or self.aligned[k], self.sure[k] is not None) for k in kids], lo, hi)
         previous, previous_source = lo, source_lo
         run: list[int] = []
         for k in kids:
@@ -115,7 +185,7 @@ class _Solver:
                 continue
             start, end = kept[k]
             self._run(run, previous, start, previous_source, self.fragments[k].start)
-            self.result[k] = Placed(start, end, "sure")
+            self.result[k] = Placed(start, end, "sure" if self.sure[k] is not None else "aligned")
             previous, previous_source, run = end, self.fragments[k].end, []
         self._run(run, previous, hi, previous_source, source_hi)
         for k in kids:
@@ -124,11 +194,11 @@ class _Solver:
             self._node(k, placed.start, placed.end, self.fragments[k].start, self.fragments[k].end)
 
     def _plausible(self, k: int, lo: int, hi: int) -> bool:
-        """Whether fragment ``k`` may wrap the gap ``[lo, hi)``: not when its anchor was found elsewhere (and
-        dropped to keep the order), nor when the gap is only punctuation, nor when its own translation shares
+        """Whether fragment ``k`` may wrap the gap ``[lo, hi)``: not when its anchor or aligned range was elsewhere
+        (and dropped to keep the order), nor when the gap is only punctuation, nor when its own translation shares
         no character with the gap."""
         gap = self.output[lo:hi]
-        if self.sure[k] is not None or not any(not _is_edge(ch) for ch in gap):
+        if self.sure[k] is not None or self.aligned[k] is not None or not any(not _is_edge(ch) for ch in gap):
             return False
         own = [ch for ch in self.anchors[k] or "" if not _is_edge(ch)]
         return not own or any(ch in gap for ch in own)
@@ -167,25 +237,26 @@ class _Solver:
             cursor = at
 
 
-def _chain(candidates: list[tuple[int, tuple[int, int] | None]], lo: int, hi: int) -> dict[int, tuple[int, int]]:
-    """The most sure ranges (then the longest in total) that lie in ``[lo, hi)`` in order, without overlap."""
-    usable = [(k, r) for k, r in candidates if r is not None and lo <= r[0] < r[1] <= hi]
-    best: list[tuple[int, int, int]] = []  # per usable item: (count, total length, previous item or -1)
-    for i, (_, (start, end)) in enumerate(usable):
-        score = (1, end - start, -1)
+def _chain(candidates: list[tuple[int, tuple[int, int] | None, bool]], lo: int, hi: int) -> dict[int, tuple[int, int]]:
+    """The ranges to keep among ``(fragment, range, sure)``: those in ``[lo, hi)``, in order, without overlap, the
+    most sure ones, then the most in all, then the longest in total (an aligned range never displaces an anchor)."""
+    usable = [(k, r, sure) for k, r, sure in candidates if r is not None and lo <= r[0] < r[1] <= hi]
+    best: list[tuple[int, int, int, int]] = []  # per usable item: (sure, count, total length, previous item or -1)
+    for i, (_, (start, end), sure) in enumerate(usable):
+        score = (int(sure), 1, end - start, -1)
         for j in range(i):
             if usable[j][1][1] <= start:
-                count, length, _ = best[j]
-                score = max(score, (count + 1, length + end - start, j))
+                count_sure, count, length, _ = best[j]
+                score = max(score, (count_sure + sure, count + 1, length + end - start, j))
         best.append(score)
     if not best:
         return {}
-    i = max(range(len(best)), key=lambda j: best[j][:2])
+    i = max(range(len(best)), key=lambda j: best[j][:3])
     kept: dict[int, tuple[int, int]] = {}
     while i >= 0:
-        k, r = usable[i]
+        k, r, _ = usable[i]
         kept[k] = r
-        i = best[i][2]
+        i = best[i][3]
     return kept
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from enzh.documents.alignment import ModelAligner
 from enzh.documents.convert import converter
 from enzh.documents.journal import Journal
 from enzh.documents.options import DocumentOptions
@@ -43,6 +44,7 @@ class SentenceEngine:
         self.known: dict[str, str] = journal.known if journal is not None else {}
         self.translated = 0  # sentences sent to the model by this engine
         self._convert = converter(options.convert)
+        self.align = ModelAligner(translator, options.target)  # the aligner protocol of enzh.documents.inline
 
     def __call__(self, sentences: list[str]) -> list[str]:
         unique = list(dict.fromkeys(sentences))

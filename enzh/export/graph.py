@@ -12,9 +12,14 @@ The graphs are written node by node (no tracing), so the layout is exactly what 
   ``[R, V]`` for the new position only, ``top_log_probs``/``top_ids [R, top_k]`` and ``present_key_i``/
   ``present_value_i``. Self-attention is ``GroupQueryAttention``: bound to the same buffer as ``past_*``,
   ``present_*`` is written in place at index ``position``.
+* ``aligner.onnx`` (optional, :func:`build_aligner`): the decoder without a cache over a whole teacher-forced
+  target. ``input_ids [B, T]`` (the decoder start token + the translation's ids), ``cross_bias`` and the cross
+  keys/values the encoder graph returned -> ``cross_attention [B, T, S]``: the cross-attention weights, the mean
+  over the heads and layers that :class:`AlignerSettings` names (row t: while predicting target token t).
 
-Every weight lives once in ``weights.bin`` (ONNX external data); both graphs point into the same file, so
-the embedding matrix shared by encoder, decoder and output projection is stored a single time.
+Every weight lives once in ``weights.bin`` (ONNX external data); the graphs point into the same file, so
+the embedding matrix shared by encoder, decoder and output projection is stored a single time (the aligner
+reads the decoder's weights and adds none).
 Export-time only: needs ``onnx`` and ``numpy``, not torch.
 """
 
@@ -29,6 +34,8 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+from enzh.runtime.errors import ExportError, require
 
 OPSET = 17
 ALIGN = 4096  # page-aligned tensors let ONNX Runtime memory-map weights.bin instead of copying it
@@ -62,6 +69,50 @@ class MarianArch:
         for heads in (self.encoder_heads, self.decoder_heads):
             if self.d_model % heads:
                 raise ValueError(f"d_model {self.d_model} is not divisible by the number of heads {heads}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlignerSettings:
+    """Which cross-attention ``aligner.onnx`` returns: the mean over ``heads`` of every decoder layer in ``layers``.
+
+    Indices count from 0; an empty tuple means all of them. The default (every layer, every head) placed the most
+    inline tags on their words on the tagged demo set (docs/html.md has the comparison)."""
+
+    layers: tuple[int, ...] = ()
+    heads: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "heads"):
+            values = tuple(getattr(self, name))
+            require(
+                all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values),
+                f"aligner {name} must be indices >= 0, got {values!r}",
+            )
+            require(len(set(values)) == len(values), f"aligner {name} must not repeat an index, got {values!r}")
+            object.__setattr__(self, name, tuple(sorted(values)))
+
+    def resolve(self, arch: MarianArch) -> tuple[list[int], list[int]]:
+        """The layers and heads, checked against ``arch`` (``ExportError`` for an index the model lacks)."""
+        chosen = []
+        for name, values, count in (
+            ("layers", self.layers, arch.decoder_layers),
+            ("heads", self.heads, arch.decoder_heads),
+        ):
+            if any(v >= count for v in values):
+                raise ExportError(f"aligner {name} {list(values)}: the decoder has {count} (indices 0..{count - 1})")
+            chosen.append(list(values) or list(range(count)))
+        return chosen[0], chosen[1]
+
+    def record(self, arch: MarianArch) -> dict[str, Any]:
+        """``manifest.alignment``: what the aligner's output is."""
+        layers, heads = self.resolve(arch)
+        return {
+            "output": "cross_attention",
+            "shape": ["batch", "target_len", "source_len"],
+            "layers": layers,
+            "heads": heads,
+            "reduction": "mean",
+        }
 
 
 class WeightStore:
@@ -403,3 +454,57 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
     g.nodes.append(helper.make_node("LogSoftmax", ["logits"], ["log_probs"], axis=-1))
     g.nodes.append(helper.make_node("TopK", ["log_probs", "top_k"], ["top_log_probs", "top_ids"], axis=-1))
     return g.model(inputs, outputs)
+
+
+def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, settings: AlignerSettings) -> onnx.ModelProto:
+    """``aligner.onnx``: the decoder over a whole teacher-forced target, without a cache, up to the last chosen
+    layer's cross-attention; it returns the mean of the chosen layers' and heads' attention weights.
+
+    It reads the decoder's weights (the padded self-attention heads of :func:`pad_self_attention` included) and
+    the encoder graph's outputs, so it adds nothing to weights.bin. The target ids are named ``input_ids`` like
+    the decoder's: a precision variant rewrites the lookup the same way (:mod:`enzh.quantize.rewrite`)."""
+    layers, heads = settings.resolve(arch)
+    g = GraphBuilder("enzh_aligner", store)
+    d, n_heads = arch.d_model, arch.decoder_heads
+    dh, padded = d // n_heads, cache_head_size(arch)
+    # Positions 0..T-1 and a causal bias [T, T]: 0 on and below the diagonal, float32 min above it.
+    target_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
+    positions = g.op1("Slice", [g.weight("positions"), g.const([0]), target_len, g.const([0])])
+    h = _embed(g, arch, embed_name, "input_ids", positions)  # [B, T, d]
+    steps = g.op1("Range", [g.const(0), g.op1("Squeeze", [target_len, g.const([0])]), g.const(1)])
+    later = g.op1("Less", [g.op1("Unsqueeze", [steps, g.const([1])]), g.op1("Unsqueeze", [steps, g.const([0])])])
+    causal = g.op1("Where", [later, g.const(np.finfo(np.float32).min, np.float32), g.const(0.0, np.float32)])
+    inputs = [_i64("input_ids", ["batch", "target_len"]), _f32("cross_bias", ["batch", 1, 1, "src_len"])]
+    total: str | None = None
+    for i in range(layers[-1] + 1):
+        p = f"decoder.{i}"
+        last = i == layers[-1]
+        inputs.append(_f32(f"cross_key_{i}", ["batch", n_heads, dh, "src_len"]))
+        if not last:
+            inputs.append(_f32(f"cross_value_{i}", ["batch", n_heads, "src_len", dh]))
+        # Self-attention over the target up to each position (the packed q|k|v heads zero-padded to `padded`).
+        q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([n_heads * padded] * 3)], 3, axis=-1)
+        q, k_t, v = (
+            g.heads(x, n_heads, padded, perm) for x, perm in ((q, [0, 2, 1, 3]), (k, [0, 2, 3, 1]), (v, [0, 2, 1, 3]))
+        )
+        ctx = g.attend(q, k_t, v, causal)  # [B, H, T, padded]
+        ctx = g.op1("Reshape", [g.op1("Transpose", [ctx], perm=[0, 2, 1, 3]), g.const([0, 0, n_heads * padded])])
+        h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
+        # Cross-attention: its weights are the alignment.
+        q = g.heads(g.linear(h, f"{p}.cross_q"), n_heads, dh, [0, 2, 1, 3])  # [B, H, T, dh], scale folded in
+        scores = g.op1("Add", [g.op1("MatMul", [q, f"cross_key_{i}"]), "cross_bias"])
+        weights = g.op1("Softmax", [scores], axis=-1)  # [B, H, T, S]
+        if i in layers:
+            picked = weights if len(heads) == n_heads else g.op1("Gather", [weights, g.const(heads)], axis=1)
+            mean = g.op1("ReduceMean", [picked], axes=[1], keepdims=0)  # [B, T, S]
+            total = mean if total is None else g.op1("Add", [total, mean])
+        if last:
+            break
+        ctx = g.op1("MatMul", [weights, f"cross_value_{i}"])
+        ctx = g.op1("Reshape", [g.op1("Transpose", [ctx], perm=[0, 2, 1, 3]), g.const([0, 0, d])])
+        h = g.residual_norm(h, g.linear(ctx, f"{p}.cross_out"), f"{p}.cross_ln", arch)
+        h = g.feed_forward(h, p, arch)
+    assert total is not None
+    scale = g.const(1.0 / len(layers), np.float32)
+    g.nodes.append(helper.make_node("Mul", [total, scale], ["cross_attention"]))
+    return g.model(inputs, [_f32("cross_attention", ["batch", "target_len", "src_len"])])

@@ -4,7 +4,8 @@ Needs the ``[export]`` extra (torch, transformers, onnx). The steps:
 
 1. resolve SOURCE to a local snapshot (hub download when it is not a directory);
 2. load ``MarianMTModel`` and read its weights once, de-duplicating tensors shared by several modules;
-3. build ``encoder.onnx`` and ``decoder.onnx`` (see :mod:`enzh.export.graph`) over one ``weights.bin``;
+3. build ``encoder.onnx``, ``decoder.onnx`` and the optional ``aligner.onnx`` (see :mod:`enzh.export.graph`) over
+   one ``weights.bin``;
 4. copy the tokenizer files and write ``manifest.json`` with hashes, ids and generation defaults;
 5. validate the files numerically against the PyTorch model (:mod:`enzh.export.validate`); fail loudly if off.
 """
@@ -17,10 +18,14 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from enzh.export.graph import (
     WEIGHTS_FILE,
+    AlignerSettings,
+    MarianArch,
     WeightStore,
+    build_aligner,
     build_decoder,
     build_encoder,
     pad_self_attention,
@@ -39,6 +44,8 @@ logger = logging.getLogger("enzh")
 VOCAB_FILE = "vocab.json.gz"  # the vocabulary as compact gzipped JSON: 65k pieces take 0.5 MB instead of 1.6 MB
 TARGET_VOCAB_FILE = "target_vocab.json.gz"  # separate vocabularies only: the target side's own table
 OPTIONAL_FILES = ("tokenizer_config.json", "README.md")
+ALIGNER_FILE = "aligner.onnx"
+DEFAULT_ALIGNER = AlignerSettings()  # every decoder layer and head (docs/html.md)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,11 +58,26 @@ class ExportOptions:
     progress: bool = True
     # Recorded in manifest.json as the source id instead of the resolved directory or hub id.
     source_id: str | None = None
+    # The alignment graph (cross-attention of the chosen layers and heads) used to place inline tags in
+    # documents; None writes no aligner.onnx.
+    aligner: AlignerSettings | None = DEFAULT_ALIGNER
 
 
 def _write_vocab(path: Path, vocab: dict[str, int]) -> None:
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
         packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _write_aligner(
+    out_dir: Path, arch: MarianArch, store: WeightStore, embed: str, settings: AlignerSettings | None
+) -> dict[str, Any]:
+    """Write aligner.onnx with ``settings`` (nothing for None); returns ``manifest.alignment`` ({} without it)."""
+    import onnx
+
+    if settings is None:
+        return {}
+    onnx.save(build_aligner(arch, store, embed, settings), out_dir / ALIGNER_FILE)
+    return settings.record(arch)
 
 
 def prepare_out_dir(out_dir: Path, force: bool, error: type[Exception] = ExportError) -> None:
@@ -97,6 +119,8 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         decoder = build_decoder(arch, store, dec_embed, head)
         onnx.save(encoder, out_dir / "encoder.onnx")
         onnx.save(decoder, out_dir / "decoder.onnx")
+        alignment = _write_aligner(out_dir, arch, store, dec_embed, options.aligner)
+        aligner_files, aligner_graph = ([ALIGNER_FILE], {"aligner": ALIGNER_FILE}) if alignment else ([], {})
 
         step("write files")
         for name in ("source.spm", "target.spm", *OPTIONAL_FILES):
@@ -117,13 +141,13 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         unk = vocab.get("<unk>", 1)
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
         shared = shared_initializers(encoder, decoder, store)
-        files = ["encoder.onnx", "decoder.onnx", WEIGHTS_FILE, "source.spm", "target.spm", *vocab_files]
+        files = ["encoder.onnx", "decoder.onnx", *aligner_files, WEIGHTS_FILE, "source.spm", "target.spm", *vocab_files]
         manifest = Manifest(
             model_type="marian",
             precision="fp32",
             source={"id": options.source_id or source_id, "revision": revision},
             files=describe_files(out_dir, files),
-            graphs={"encoder": "encoder.onnx", "decoder": "decoder.onnx", "weights": WEIGHTS_FILE},
+            graphs={"encoder": "encoder.onnx", "decoder": "decoder.onnx", "weights": WEIGHTS_FILE, **aligner_graph},
             architecture={
                 "d_model": arch.d_model,
                 "encoder_layers": arch.encoder_layers,
@@ -147,6 +171,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             tokenizer=tokenizer,
             exporter=package_versions(),
             shared_initializers=shared,
+            alignment=alignment,
         )
         manifest.save(out_dir)
 
@@ -164,4 +189,4 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
     return manifest
 
 
-__all__ = ["MANIFEST", "ExportError", "ExportOptions", "export"]
+__all__ = ["MANIFEST", "AlignerSettings", "ExportError", "ExportOptions", "export"]

@@ -3,7 +3,8 @@
 Two checks, both reporting every output at once:
 
 * numerics: encoder cross keys/values, decoder logits at every teacher-forced step and the self-attention
-  cache, on several batches with padding; max abs difference per output against ``atol``;
+  cache, and (when the directory has the aligner) its cross-attention weights against ``output_attentions``,
+  on several batches with padding; max abs difference per output against ``atol``;
 * tokens: greedy and beam search token ids against ``transformers`` ``generate()`` on a sentence set.
 """
 
@@ -167,7 +168,29 @@ def check_numerics(
                 name = f"present_{kind}"
                 ours = decoder.past[2 * i + (kind == "value")]
                 report.record(name, ours, torch32[name][i], torch64[name][i])
+        if manifest.has_aligner:
+            layers, heads = manifest.alignment["layers"], manifest.alignment["heads"]
+            with torch.no_grad():
+                attention32 = _cross_attention(model, inputs, layers, heads)
+                attention64 = _cross_attention(reference_model, inputs, layers, heads)
+            report.record("cross_attention", sessions.align(src, mask, dec_in), attention32, attention64)
     return report
+
+
+def _cross_attention(model: Any, inputs: dict[str, Any], layers: list[int], heads: list[int]) -> np.ndarray:
+    """PyTorch's cross-attention weights (``output_attentions``, eager attention: SDPA returns none), the mean over
+    ``heads`` of ``layers`` as the aligner computes it: ``[B, T, S]``."""
+    import torch
+
+    implementation = model.config._attn_implementation
+    model.set_attn_implementation("eager")
+    try:
+        out = model(**inputs, output_attentions=True)
+    finally:
+        model.set_attn_implementation(implementation)
+    chosen = torch.stack([out.cross_attentions[i][:, heads] for i in layers])  # [layers, B, heads, T, S]
+    result: np.ndarray = chosen.mean(dim=(0, 2)).numpy()
+    return result
 
 
 def _teacher_forced(model: Any, inputs: dict[str, Any], heads: int) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class Manifest:
     exporter: dict[str, str] = field(default_factory=dict)
     shared_initializers: dict[str, dict[str, Any]] = field(default_factory=dict)
     quantization: dict[str, Any] = field(default_factory=dict)
+    # With an alignment graph (graphs["aligner"], optional: older directories have none): what it returns.
+    alignment: dict[str, Any] = field(default_factory=dict)
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 
@@ -53,6 +55,16 @@ class Manifest:
         for key in ("decoder_start", "eos", "pad", "unk"):
             if key not in self.special_ids:
                 raise ModelDirError(f"manifest special_ids lacks {key!r}; re-export the model with `enzh export`")
+        aligner = self.graphs.get("aligner")
+        if aligner is not None and aligner not in self.files:
+            # its size and hash are checked like every other file's
+            raise ModelDirError(f"manifest graphs names the aligner {aligner!r}, which its files do not list")
+
+    @property
+    def has_aligner(self) -> bool:
+        """Whether the directory has the optional alignment graph (``enzh export`` writes it; directories exported
+        before it existed have none, and still load)."""
+        return "aligner" in self.graphs
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False, sort_keys=False) + "\n"

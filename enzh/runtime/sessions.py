@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,17 +71,21 @@ def shared_weights(directory: Path, manifest: Manifest) -> dict[str, np.ndarray]
 
 
 class ModelSessions:
-    """The encoder and decoder sessions of one model directory."""
+    """The encoder and decoder sessions of one model directory, and its optional aligner (created on first use)."""
 
     def __init__(self, directory: Path, manifest: Manifest, options: RuntimeOptions) -> None:
         self.directory = directory
         self.manifest = manifest
+        self.options = options
         # Weights used by both graphs (the embedding shared by encoder, decoder and output projection) are
         # mapped from weights.bin once and handed to both sessions, so they exist once in memory.
         self._shared = shared_weights(directory, manifest)
         values = {name: ort.OrtValue.ortvalue_from_numpy(array) for name, array in self._shared.items()}
+        self._shared_values = values
         self.encoder = _create(directory / manifest.graphs["encoder"], options, values)
         self.decoder = _create(directory / manifest.graphs["decoder"], options, values)
+        self._aligner: ort.InferenceSession | None = None
+        self._aligner_lock = threading.Lock()
         # Weight pre-packing read every page of the mapping while building its packed copy; drop those pages
         # again so only rows the embedding lookup really touches stay resident.
         for array in self._shared.values():
@@ -112,6 +117,37 @@ class ModelSessions:
     def decoder_for(self, encoded: EncoderOutput, capacity: int = 64) -> OrtDecoder:
         """A decoder over ``encoded``; ``capacity`` = steps to reserve cache for (grows when exceeded)."""
         return OrtDecoder(self, encoded, capacity)
+
+    @property
+    def aligner(self) -> ort.InferenceSession:
+        """The alignment graph's session, created on first use (``ModelDirError`` when the directory has none)."""
+        if self._aligner is None:
+            name = self.manifest.graphs.get("aligner")
+            if name is None:
+                raise ModelDirError(
+                    f"{self.directory} has no alignment graph (aligner.onnx); re-export the model with this "
+                    "version of enzh (`enzh export`) to get one"
+                )
+            with self._aligner_lock:
+                if self._aligner is None:
+                    # The mapped shared weights it reads (the embedding, the positions) are not copied again;
+                    # ONNX Runtime ignores those it does not read.
+                    self._aligner = _create(self.directory / name, self.options, self._shared_values)
+        return self._aligner
+
+    def align(self, input_ids: np.ndarray, attention_mask: np.ndarray, decoder_input_ids: np.ndarray) -> np.ndarray:
+        """Cross-attention weights ``[B, T, S]`` of the teacher-forced ``decoder_input_ids [B, T]`` (the start
+        token + target ids) on the padded source batch: the layers and heads of ``manifest.alignment``, row t
+        while predicting target token t. Padded source columns are 0; padded target rows are to be ignored."""
+        aligner = self.aligner
+        encoded = self.encode(input_ids, attention_mask)
+        available = {"cross_bias": encoded.cross_bias, **dict(zip(self._cross_names, encoded.cross, strict=True))}
+        feeds = {"input_ids": np.ascontiguousarray(decoder_input_ids, dtype=np.int64)}
+        for item in aligner.get_inputs():
+            if item.name != "input_ids":
+                feeds[item.name] = available[item.name]
+        result: np.ndarray = aligner.run(["cross_attention"], feeds)[0]
+        return result
 
 
 class OrtDecoder:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from enzh.runtime.adapter import MarianAdapter
 from enzh.runtime.batching import pad_batch, plan_batches
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
@@ -321,6 +323,44 @@ class Translator:
             del decoder  # its cache is freed before the next batch is encoded (lower peak memory)
             for i, hyps in zip(batch, hypotheses, strict=True):
                 results[i] = hyps
+        return [r for r in results if r is not None]
+
+    # -- alignment (the optional aligner graph) ------------------------------------------------------------
+
+    @property
+    def has_aligner(self) -> bool:
+        """Whether :meth:`align` is available (the model directory has ``aligner.onnx``)."""
+        return self.manifest.has_aligner
+
+    def align(self, source_ids: Sequence[Sequence[int]], target_ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """The cross-attention of every target token on the source tokens, one float32 matrix per pair:
+        ``[len(target_ids[i]), len(source_ids[i])]``, row t while the model predicts ``target_ids[i][t]`` given
+        ``target_ids[i][:t]`` (teacher forced), each row summing to 1. ``source_ids`` as for
+        :meth:`generate_ids` (with eos); ``target_ids`` a translation's ids (eos included or not). The layers and
+        heads averaged are ``manifest.alignment``'s. ``ModelDirError`` when the directory has no aligner."""
+        if len(source_ids) != len(target_ids):
+            raise ValueError(f"align() got {len(source_ids)} sources and {len(target_ids)} targets")
+        limit = self.adapter.max_positions
+        for i, (source, target) in enumerate(zip(source_ids, target_ids, strict=True)):
+            if not 0 < len(source) <= limit or not 0 < len(target) <= limit:
+                raise ValueError(
+                    f"pair {i} has {len(source)} source and {len(target)} target tokens; the model accepts 1..{limit}"
+                )
+        start = self.adapter.decoder_start_token_id
+        pad = self.adapter.pad_token_id
+        batches = plan_batches(
+            [max(len(s), len(t)) for s, t in zip(source_ids, target_ids, strict=True)],
+            max_tokens=self.options.max_batch_tokens,
+            max_batch=self.options.max_batch_size,
+        )
+        results: list[np.ndarray | None] = [None] * len(source_ids)
+        for batch in batches:
+            ids, mask = pad_batch([source_ids[i] for i in batch], pad)
+            # decoder input: the start token, then every target token but the last
+            decoder_ids, _ = pad_batch([[start, *list(target_ids[i])[:-1]] for i in batch], pad)
+            attention = self.sessions.align(ids, mask, decoder_ids)
+            for row, i in enumerate(batch):
+                results[i] = attention[row, : len(target_ids[i]), : len(source_ids[i])].copy()
         return [r for r in results if r is not None]
 
 

@@ -40,8 +40,8 @@ VTT_EXPECTED = (
     "STYLE\n::cue { color: yellow }\n\n"
     "intro\n00:00:01.000 --> 00:00:02.000 align:start position:10%\n<v Roger>安娜每天去车站。\n\n"
     "00:02.000 --> 00:03.000\n<c.loud>学校在哪里？</c>我想要一杯葡萄酒。\n\n"
-    "00:03.000 --> 00:04.000\n会议已被推\n\n"
-    "00:04.000 --> 00:05.000\n迟。\n\n"
+    "00:03.000 --> 00:04.000\n会议已被\n\n"
+    "00:04.000 --> 00:05.000\n推迟。\n\n"
     "NOTE a note between cues keeps them apart\n\n"
     "00:05.000 --> 00:06.000\n我的自行车昨天晚上\n被偷走了。\n"
 )

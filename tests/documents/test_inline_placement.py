@@ -3,16 +3,18 @@ rules one by one with a scripted translator (no model)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from enzh.documents.inline import Block, Mark, TranslatedBlock, mark_parents, translate_blocks
 from enzh.documents.markup import Tag, render
-from enzh.documents.placement import is_boundary
+from enzh.documents.placement import Alignment, attended, is_boundary
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,29 @@ def scripted(table: dict[str, str]):
 
     translate.asked = asked  # type: ignore[attr-defined]
     return translate
+
+
+def with_aligner(translate, alignments: dict[tuple[str, str], Alignment]):
+    """``translate`` with the aligner protocol's ``align``: the alignments of ``alignments``, None for others."""
+    asked: list[list[tuple[str, str]]] = []
+
+    def align(pairs: list[tuple[str, str]]) -> list[Alignment | None]:
+        asked.append(list(pairs))
+        return [alignments.get(pair) for pair in pairs]
+
+    translate.align = align  # type: ignore[attr-defined]
+    translate.aligned = asked  # type: ignore[attr-defined]
+    return translate
+
+
+def word_alignment(source: list[tuple[int, int]], target: list[tuple[int, int]], links: dict[int, int]) -> Alignment:
+    """Pieces at the given character ranges; target piece t attends only to source piece links[t] (uniform
+    attention over all source pieces for a target piece without a link)."""
+    weights = np.full((len(target), len(source)), 1 / len(source))
+    for t, s in links.items():
+        weights[t] = 0.0
+        weights[t, s] = 1.0
+    return Alignment(tuple(source), tuple(target), weights)
 
 
 def spans(result: TranslatedBlock) -> list[str]:
@@ -162,6 +187,56 @@ def test_boundaries_never_split_a_surrogate_pair_or_a_combining_sequence():
     assert [is_boundary(text, i) for i in range(len(text) + 1)] == [True, False, True, False, True, True]
 
 
+def test_attended_is_the_run_of_target_pieces_attending_to_the_span():
+    # "He ordered six cups of coffee." / 他 点了 六杯 咖啡 。
+    source = [(0, 2), (3, 10), (11, 14), (15, 19), (20, 22), (23, 29), (29, 30)]
+    target = [(0, 1), (1, 3), (3, 5), (5, 7), (7, 8)]
+    alignment = word_alignment(source, target, {0: 0, 1: 1, 2: 2, 3: 5, 4: 6})
+    assert attended(alignment, 11, 29, 8) == (3, 7)  # six .. coffee -> 六杯咖啡
+    assert attended(alignment, 0, 2, 8) == (0, 1)
+    assert attended(alignment, 15, 22, 8) is None  # cups of: no target piece attends to them enough
+    assert attended(alignment, 11, 29, 6) == (3, 5)  # pieces past the translation's end are ignored
+
+
+def test_without_an_anchor_the_mark_goes_on_the_aligned_words():
+    sentence, output = "He ordered six cups of coffee.", "他点了六杯咖啡。"
+    source = [(0, 2), (3, 10), (11, 14), (15, 19), (20, 22), (23, 29), (29, 30)]
+    target = [(0, 1), (1, 3), (3, 5), (5, 7), (7, 8)]
+    alignment = word_alignment(source, target, {0: 0, 1: 1, 2: 2, 3: 5, 4: 6})
+    translate = with_aligner(scripted({sentence: output}), {(sentence, output): alignment})
+    [result] = translate_blocks([Block(sentence, (Mark(11, 29, "b"),))], translate)  # "six cups of coffee." -> ？
+    assert spans(result) == ["六杯咖啡"] and result.placement == ("aligned",)
+    assert translate.aligned == [[(sentence, output)]]  # one call for every sentence with a mark to place
+    [result] = translate_blocks([Block(sentence, (Mark(11, 29, "b"),))], translate, attention=False)
+    assert spans(result) == ["他点了六杯咖啡"] and result.placement == ("unit",)
+    assert len(translate.aligned) == 1
+
+
+def test_an_aligned_range_never_displaces_an_anchor():
+    # The anchor of "last year" holds; the aligned range of the coffee comes after it in the translation but
+    # before it in the source, so keeping both would change the tag order: the anchor stays, the other is empty.
+    sentence, output = "He ordered six cups of coffee last year.", "他去年点了六杯咖啡。"
+    source = [(0, 2), (3, 10), (11, 14), (15, 19), (20, 22), (23, 29), (30, 34), (35, 39), (39, 40)]
+    target = [(0, 1), (1, 3), (3, 5), (5, 7), (7, 9), (9, 10)]
+    alignment = word_alignment(source, target, {0: 0, 1: 7, 2: 1, 3: 2, 4: 5, 5: 8})
+    table = {sentence: output, "last year.": "去年。"}
+    translate = with_aligner(scripted(table), {(sentence, output): alignment})
+    block = Block(sentence, (Mark(11, 29, "b"), Mark(30, 39, "i")))
+    [result] = translate_blocks([block], translate)
+    assert spans(result) == ["", "去年"] and result.placement == ("empty", "sure")
+
+
+def test_sentences_without_marks_to_align_are_not_sent_to_the_aligner():
+    translate = with_aligner(
+        scripted({"Where is the school?": "学校在哪里？", "There are 28 books.": "有28本书。"}), {}
+    )
+    blocks = [Block("Where is the school?", (Mark(0, 20, "b"),)), Block("Where is the school?"), Block("")]
+    translate_blocks(blocks, translate)
+    assert translate.aligned == []  # whole-sentence marks have sure ranges, and align is not called for nothing
+    [result] = translate_blocks([Block("There are 28 books.", (Mark(10, 12, "b"),))], translate)
+    assert spans(result) == ["28"] and result.placement == ("sure",)  # no alignment (None): the anchor still holds
+
+
 def test_translate_must_answer_every_input():
     with pytest.raises(ValueError, match="2 inputs"):
         translate_blocks([Block("Where is the school?", (Mark(9, 19, "b"),))], lambda texts: ["x"])
@@ -172,9 +247,12 @@ def test_translate_must_answer_every_input():
 ALPHABET = st.sampled_from([*"ab cd.?,", "\u0301", "\u200d", "\ud83d", "\ude00", "学", "。"])
 
 
+WORDY = st.sampled_from([*"abcd  ab.", "\u0301", "\ud83d", "\ude00", "学"])  # mostly words: marks with text to align
+
+
 @st.composite
-def blocks_with_marks(draw):
-    text = draw(st.text(ALPHABET, max_size=40))
+def blocks_with_marks(draw, alphabet=ALPHABET, wide=False):
+    text = draw(st.text(alphabet, max_size=40))
     marks: list[Mark] = []
     explicit = draw(st.booleans())
 
@@ -184,7 +262,7 @@ def blocks_with_marks(draw):
             if position > hi:
                 break
             start = draw(st.integers(position, hi))
-            end = draw(st.integers(start, hi))
+            end = draw(st.integers(min(start + wide, hi), hi))  # wide: a mark has text when it can
             index = len(marks)
             marks.append(Mark(start, end, Named(f"t{index}", parent) if explicit else f"t{index}"))
             fill(start, end, index, depth + 1)
@@ -194,6 +272,30 @@ def blocks_with_marks(draw):
     return Block(text, tuple(marks))
 
 
+def random_alignment(data, sentence: str, translation: str) -> Alignment | None:
+    """Any alignment: pieces that tile the text or fall anywhere (overlapping, empty, past the end), random
+    attention (rows need not sum to 1)."""
+    if not data.draw(st.integers(0, 3), label="aligned"):
+        return None
+
+    def pieces(text: str) -> tuple[tuple[int, int], ...]:
+        if data.draw(st.booleans(), label="tiling"):
+            cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=8))) | {0, len(text)})
+            return tuple(itertools.pairwise(cuts)) or ((0, 0),)
+        bound = len(text) + 2
+        spans = st.tuples(st.integers(0, bound), st.integers(0, bound))
+        return tuple(data.draw(st.lists(spans, min_size=1, max_size=8), label=f"pieces of {text!r}"))
+
+    source, target = pieces(sentence), pieces(translation)
+    values = st.floats(0, 1, allow_nan=False)
+    rows = data.draw(
+        st.lists(
+            st.lists(values, min_size=len(source), max_size=len(source)), min_size=len(target), max_size=len(target)
+        )
+    )
+    return Alignment(source, target, np.asarray(rows, dtype=np.float64))
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(block=blocks_with_marks(), data=st.data())
 def test_every_mark_once_in_order_nested_on_safe_boundaries(block, data):
@@ -201,6 +303,11 @@ def test_every_mark_once_in_order_nested_on_safe_boundaries(block, data):
         # any answer: echoes, pieces of the source (so anchors are found), combining marks, surrogates
         return [data.draw(st.one_of(st.just(t), st.text(ALPHABET, max_size=20)), label=t) for t in texts]
 
+    def align(pairs: list[tuple[str, str]]) -> list[Alignment | None]:
+        return [random_alignment(data, sentence, translation) for sentence, translation in pairs]
+
+    if data.draw(st.integers(0, 3), label="with an aligner"):
+        translate.align = align  # type: ignore[attr-defined]
     [result] = translate_blocks([block], translate)
     parents = mark_parents(block.marks)
     assert len(result.marks) == len(block.marks) and len(result.placement) == len(block.marks)
@@ -219,6 +326,20 @@ def test_every_mark_once_in_order_nested_on_safe_boundaries(block, data):
             ),
         )
         assert re.findall(r"</?\d+>", output) == re.findall(r"</?\d+>", source)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(block=blocks_with_marks(WORDY, wide=True), data=st.data())
+def test_aligned_marks_keep_the_guarantees(block, data):
+    """The same guarantees with an aligner on every sentence, on text that is mostly words (more aligned marks)."""
+
+    def translate(texts: list[str]) -> list[str]:
+        return [data.draw(st.text(ALPHABET, min_size=1, max_size=20), label=t) for t in texts]
+
+    translate.align = lambda pairs: [random_alignment(data, s, t) for s, t in pairs]  # type: ignore[attr-defined]
+    [result] = translate_blocks([block], translate)
+    assert [m.tag for m in result.marks] == [m.tag for m in block.marks]
+    check_tree(result, mark_parents(block.marks))
 
 
 def test_a_name_is_found_only_as_a_whole_word():

@@ -34,6 +34,7 @@ def test_export_validates_numerically(name, tiny_source, tiny_export):
         "top_log_probs",
         "present_key",
         "present_value",
+        "cross_attention",
     }
 
 
@@ -69,6 +70,7 @@ def test_manifest_contents(tiny_export):
     assert set(manifest.files) == {
         "encoder.onnx",
         "decoder.onnx",
+        "aligner.onnx",
         "weights.bin",
         "source.spm",
         "target.spm",

@@ -227,7 +227,9 @@ def _group_model(
 ) -> tuple[Path, str, str, str]:
     """(HF directory, name, description, cache key) of the model a group runs on."""
     if group != "fixed" or settings.quick:
-        description = "the embedded demo model (assets/demo-hf, shipped exported: 3+3 layers, d_model 256, 1,834 tokens)"
+        description = (
+            "the embedded demo model (assets/demo-hf, shipped exported: 3+3 layers, d_model 256, 1,834 tokens)"
+        )
         return HF_MODEL_DIR, "demo", description, f"demo-{_dir_fingerprint(HF_MODEL_DIR)}"
     if fixed_model is not None:
         return fixed_model, fixed_model.name, f"{fixed_model}", f"model-{_dir_fingerprint(fixed_model)}"
