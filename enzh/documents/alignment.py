@@ -35,7 +35,7 @@ class ModelAligner:
     def __init__(self, translator: Translator, target: str | None = None) -> None:
         self.translator = translator
         self.language_token = translator.adapter.resolve_target(target)
-        self.available = translator.has_aligner
+        self.available = bool(getattr(translator, "has_aligner", False))  # stand-ins and older directories: no
         self._spm: dict[str, Any] = {}
         self._target_vocab: dict[str, int] | None = None
 

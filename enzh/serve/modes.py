@@ -27,6 +27,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from enzh.documents.alignment import ModelAligner
 from enzh.documents.api import Parsed, parse, render
 from enzh.documents.errors import DocumentError
 from enzh.documents.html import FORMAT as HTML
@@ -76,6 +77,8 @@ class SchedulerSentences:
         self.request = request
         self.sentences = 0
         self.timing = {"queue": 0.0, "inference": 0.0}
+        # Tags are placed with the model's aligner (when it has one), as documents are (enzh.documents.alignment).
+        self.align = ModelAligner(service.translator, service.resolve_target(target))
 
     def __call__(self, sentences: list[str]) -> list[str]:
         unique = list(dict.fromkeys(sentences))
