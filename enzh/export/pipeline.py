@@ -123,22 +123,7 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         aligner_files, aligner_graph = ([ALIGNER_FILE], {"aligner": ALIGNER_FILE}) if alignment else ([], {})
 
         step("write files")
-        for name in ("source.spm", "target.spm", *OPTIONAL_FILES):
-            if (local / name).is_file():
-                shutil.copyfile(local / name, out_dir / name)
-        vocab: dict[str, int] = json.loads((local / "vocab.json").read_text(encoding="utf-8"))
-        _write_vocab(out_dir / VOCAB_FILE, vocab)
-        vocab_files = [VOCAB_FILE]
-        tokenizer = {"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE}
-        if separate:
-            _write_vocab(out_dir / TARGET_VOCAB_FILE, json.loads((local / "target_vocab.json").read_text("utf-8")))
-            vocab_files.append(TARGET_VOCAB_FILE)
-            tokenizer["target_vocab"] = TARGET_VOCAB_FILE
-        languages = sorted((tok for tok in vocab if LANGUAGE_TOKEN.fullmatch(tok)), key=vocab.__getitem__)
-        default = options.default_target or default_language_token(languages)
-        if default is not None and default not in languages:
-            raise ExportError(f"--default-target {default!r} is not a language token of this model; have: {languages}")
-        unk = vocab.get("<unk>", 1)
+        vocab, tokenizer, vocab_files = _write_tokenizer_files(local, out_dir, separate)
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
         shared = shared_initializers(encoder, decoder, store)
         files = ["encoder.onnx", "decoder.onnx", *aligner_files, WEIGHTS_FILE, "source.spm", "target.spm", *vocab_files]
@@ -148,24 +133,14 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
             source={"id": options.source_id or source_id, "revision": revision},
             files=describe_files(out_dir, files),
             graphs={"encoder": "encoder.onnx", "decoder": "decoder.onnx", "weights": WEIGHTS_FILE, **aligner_graph},
-            architecture={
-                "d_model": arch.d_model,
-                "encoder_layers": arch.encoder_layers,
-                "decoder_layers": arch.decoder_layers,
-                "encoder_heads": arch.encoder_heads,
-                "decoder_heads": arch.decoder_heads,
-                "activation": arch.activation,
-                "source_vocab_size": arch.source_vocab_size,
-                "target_vocab_size": arch.target_vocab_size,
-                "parameters": int(sum(p.numel() for p in model.parameters())),
-            },
+            architecture=_architecture_record(arch, model),
             special_ids={
                 "decoder_start": int(config.decoder_start_token_id),
                 "eos": int(config.eos_token_id),
                 "pad": int(config.pad_token_id),
-                "unk": int(unk),
+                "unk": int(vocab.get("<unk>", 1)),
             },
-            languages={"tokens": languages, "default": default},
+            languages=_languages(vocab, options.default_target),
             max_positions=arch.max_positions,
             generation=generation_defaults(model, int(config.pad_token_id)),
             tokenizer=tokenizer,
@@ -177,16 +152,63 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
 
         step("validate")
         if options.validate:
-            from enzh.export.validate import check_numerics
-
-            report = check_numerics(out_dir, model, atol=options.atol)
-            logger.info("%s", report.format())
-            if not report.ok:
-                raise ExportError(
-                    f"the exported graphs differ from PyTorch beyond float32 noise:\n{report.format()}\n"
-                    f"The files are left in {out_dir} for inspection."
-                )
+            _validate(out_dir, model, options.atol)
     return manifest
+
+
+def _write_tokenizer_files(
+    local: Path, out_dir: Path, separate: bool
+) -> tuple[dict[str, int], dict[str, str], list[str]]:
+    """Copy the SentencePiece models (and the optional files), write the vocabularies as gzipped JSON.
+    Returns (source vocabulary, the manifest's tokenizer record, the vocabulary files written)."""
+    for name in ("source.spm", "target.spm", *OPTIONAL_FILES):
+        if (local / name).is_file():
+            shutil.copyfile(local / name, out_dir / name)
+    vocab: dict[str, int] = json.loads((local / "vocab.json").read_text(encoding="utf-8"))
+    _write_vocab(out_dir / VOCAB_FILE, vocab)
+    vocab_files = [VOCAB_FILE]
+    tokenizer = {"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE}
+    if separate:
+        _write_vocab(out_dir / TARGET_VOCAB_FILE, json.loads((local / "target_vocab.json").read_text("utf-8")))
+        vocab_files.append(TARGET_VOCAB_FILE)
+        tokenizer["target_vocab"] = TARGET_VOCAB_FILE
+    return vocab, tokenizer, vocab_files
+
+
+def _languages(vocab: dict[str, int], default_target: str | None) -> dict[str, Any]:
+    """The manifest's language record: the vocabulary's ``>>xx<<`` tokens and the default one."""
+    languages = sorted((tok for tok in vocab if LANGUAGE_TOKEN.fullmatch(tok)), key=vocab.__getitem__)
+    default = default_target or default_language_token(languages)
+    if default is not None and default not in languages:
+        raise ExportError(f"--default-target {default!r} is not a language token of this model; have: {languages}")
+    return {"tokens": languages, "default": default}
+
+
+def _architecture_record(arch: MarianArch, model: Any) -> dict[str, Any]:
+    return {
+        "d_model": arch.d_model,
+        "encoder_layers": arch.encoder_layers,
+        "decoder_layers": arch.decoder_layers,
+        "encoder_heads": arch.encoder_heads,
+        "decoder_heads": arch.decoder_heads,
+        "activation": arch.activation,
+        "source_vocab_size": arch.source_vocab_size,
+        "target_vocab_size": arch.target_vocab_size,
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+    }
+
+
+def _validate(out_dir: Path, model: Any, atol: float) -> None:
+    """The numeric check against PyTorch (float64 reference); raises with every output's errors if off."""
+    from enzh.export.validate import check_numerics
+
+    report = check_numerics(out_dir, model, atol=atol)
+    logger.info("%s", report.format())
+    if not report.ok:
+        raise ExportError(
+            f"the exported graphs differ from PyTorch beyond float32 noise:\n{report.format()}\n"
+            f"The files are left in {out_dir} for inspection."
+        )
 
 
 __all__ = ["MANIFEST", "AlignerSettings", "ExportError", "ExportOptions", "export"]
