@@ -8,6 +8,7 @@ from typing import Any
 from enzh.cli.common import positive_int
 from enzh.documents.formats import EXTENSIONS, FORMAT_NAMES
 from enzh.documents.options import CONVERSIONS, TARGETS
+from enzh.scale.options import corpus_options
 
 
 def add_parser(sub: Any) -> None:
@@ -40,6 +41,17 @@ def add_parser(sub: Any) -> None:
         "s2hk (Hong Kong); needs the [documents] extra",
     )
     p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
+    p.add_argument(
+        "--ray",
+        metavar="local|auto|ADDRESS",
+        help="translate on Ray (needs the [ray] extra; docs/scale.md): local starts Ray on this machine, auto or "
+        "HOST:PORT joins a cluster; finished shards are kept in OUTPUT.enzh-shards for a rerun to resume",
+    )
+    p.add_argument("--workers", type=positive_int, help="with --ray: worker actors, each with its own model (1)")
+    p.add_argument("--threads-per-worker", type=positive_int, help="with --ray: CPUs (ONNX Runtime threads) each (1)")
+    p.add_argument(
+        "--shard-size", type=positive_int, help="with --ray: lines, records or subtitle blocks a shard (256)"
+    )
     p.set_defaults(run=run)
 
 
@@ -47,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from enzh.documents.files import finish, prepare
     from enzh.runtime.translator import Translator
 
+    scale = corpus_options(args.ray, args.workers, args.threads_per_worker, args.shard_size)
     prepared = prepare(
         args.input,
         args.output,
@@ -56,5 +69,10 @@ def run(args: argparse.Namespace) -> int:
         target=args.target,
         convert=args.convert,
     )
+    if scale is not None:
+        from enzh.scale.corpus import translate_on_ray
+
+        translate_on_ray(prepared, scale, model_dir=args.model)
+        return 0
     finish(prepared, Translator.load(args.model))
     return 0
