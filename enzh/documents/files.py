@@ -14,9 +14,11 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from enzh.documents.api import Parsed, parse, render
 from enzh.documents.errors import DocumentError
@@ -127,10 +129,18 @@ def journal_key(prepared: Prepared, translator: Translator) -> str:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file next to ``path``, fsync it, and rename it over ``path``."""
+    with atomic_file(path) as file:
+        file.write(data)
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new content to: a temporary file next to it, fsynced and renamed over
+    ``path`` when the block ends, removed if it fails (``path`` is never half-written)."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".enzh-tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(data)
+            yield file
             file.flush()
             os.fsync(file.fileno())
         umask = os.umask(0)

@@ -15,10 +15,9 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
-from enzh.documents.files import write_atomic
+from enzh.documents.files import atomic_file, write_atomic
 from enzh.scale.errors import ScaleError
 
 logger = logging.getLogger("enzh")
@@ -71,23 +70,11 @@ class ShardStore:
         missing = sorted(set(range(self.count)) - self.done())
         if missing:
             raise ScaleError(f"shards {missing[:5]} are missing from {self.directory}; run the job again")
-        handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".enzh-tmp")
-        size = 0
-        try:
-            with os.fdopen(handle, "wb") as file:
-                for index in range(self.count):
-                    with open(self.path(index), "rb") as shard:
-                        shutil.copyfileobj(shard, file)
-                size = file.tell()
-                file.flush()
-                os.fsync(file.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)
-            os.replace(temporary, output)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with atomic_file(output) as file:
+            for index in range(self.count):
+                with open(self.path(index), "rb") as shard:
+                    shutil.copyfileobj(shard, file)
+            size = file.tell()
         _sync_directory(output.parent)
         return size
 
