@@ -41,8 +41,8 @@ UNTOUCHED = frozenset("script style pre textarea template svg math noscript ifra
 _PHRASING = INLINE | VERBATIM | VOID_INLINE
 _TAGS = ("start", "end", "startend")
 _ESCAPE = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
-_SPACE = re.compile(r"[ \t\n\r\f]+")
-_PIECES = re.compile(r"[ \t\n\r\f]+|[^ \t\n\r\f]+")
+_SPACE = re.compile(r"\s+")  # what the segmenter strips too (HTML's own five, and &nbsp; and other Unicode spaces)
+_PIECES = re.compile(r"\s+|\S+")
 # One attribute inside a raw start tag: its name, and its value double-, single- or un-quoted.
 _ATTRIBUTE = re.compile(
     r"""(?P<pre>[\s/]+(?P<name>[^\s"'>/=]+)\s*=\s*)(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<uq>[^\s"'=<>`]+))"""
