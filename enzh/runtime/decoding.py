@@ -92,6 +92,11 @@ class Hypothesis:
 # ----------------------------------------------------------------------------------------------------------
 
 
+def _take(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``np.take_along_axis(values, columns, axis=1)`` for 2-D arrays, without its per-call overhead."""
+    return values[np.arange(values.shape[0])[:, None], columns]
+
+
 def _check_vocab(bans: tuple[int, ...], step: Step) -> tuple[int, ...]:
     vocab = step.log_probs.shape[1]
     for token in bans:
@@ -110,7 +115,7 @@ def _best_allowed(step: Step, bans: tuple[int, ...], n: int) -> tuple[np.ndarray
             allowed &= ids != token
         if not allowed[:, :n].all():  # a banned token among some row's best n: move it behind the others
             order = np.argsort(~allowed, axis=1, kind="stable")  # allowed first, order kept
-            ids, values = np.take_along_axis(ids, order, axis=1), np.take_along_axis(values, order, axis=1)
+            ids, values = _take(ids, order), _take(values, order)
             n = min(n, int(allowed.sum(axis=1).min()))
     return ids[:, :n], values[:, :n]
 
@@ -150,12 +155,12 @@ def _beam_candidates_from_top(
     # The best 2k of all (beam, token) pairs of a sentence are among its beams' best 2k + 1 each.
     totals = (values + running_scores.reshape(-1, 1)).reshape(active, num_beams * need)
     order = np.argsort(-totals, axis=1, kind="stable")[:, :need]
-    best = np.take_along_axis(totals, order, axis=1)
+    best = _take(totals, order)
     if np.any(best[:, 1:] >= best[:, :-1]):
         return None
     top = order[:, : 2 * num_beams]
     cand_rows = top // need + np.arange(active)[:, None] * num_beams
-    cand_tokens = np.take_along_axis(ids.reshape(active, num_beams * need), top, axis=1)
+    cand_tokens = _take(ids.reshape(active, num_beams * need), top)
     return best[:, : 2 * num_beams], cand_rows, cand_tokens
 
 
@@ -168,7 +173,7 @@ def _forced_candidates(
     num_beams = settings.num_beams
     active = running_scores.shape[0]
     order = np.argsort(-running_scores, axis=1, kind="stable")
-    best = np.take_along_axis(running_scores, order, axis=1)
+    best = _take(running_scores, order)
     if np.any(best[:, 1:] >= best[:, :-1]):
         return None
     scores = np.concatenate([best, np.full((active, num_beams), -np.inf, dtype=np.float32)], axis=1)
@@ -190,7 +195,7 @@ def _beam_candidates(
     totals = log_probs.reshape(active, num_beams * vocab)
     top = torch_top_k(totals, 2 * num_beams)
     cand_rows = top // vocab + np.arange(active)[:, None] * num_beams
-    return np.take_along_axis(totals, top, axis=1), cand_rows, top % vocab
+    return _take(totals, top), cand_rows, top % vocab
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -299,7 +304,8 @@ def beam_search_nbest(
     history = np.full((batch_size * num_beams, 1), settings.decoder_start_token_id, dtype=np.int64)
     running_scores = np.zeros((batch_size, num_beams), dtype=np.float32)
     running_scores[:, 1:] = _IMPOSSIBLE
-    # Finished slots, best first ("beam_scores", "sequences" and "is_sent_finished" in HF).
+    # Finished slots, best first ("beam_scores", "sequences" and "is_sent_finished" in HF). Tokens and lengths
+    # are kept per source sentence (they are not compacted when sentences are done), the rest per active slot.
     kept_scores = np.full((batch_size, num_beams), _IMPOSSIBLE, dtype=np.float32)
     kept_finished = np.zeros((batch_size, num_beams), dtype=bool)
     kept_tokens = np.zeros((batch_size, num_beams, max_generated), dtype=np.int64)
@@ -308,7 +314,6 @@ def beam_search_nbest(
     vocab = 0  # known after the first step
 
     while True:
-        active = len(sentence)
         generated = history.shape[1]  # tokens generated once this step's token is appended
 
         # 1-2. Log-softmax, the logits processors, each beam's running score added; of all (beam, token) pairs
@@ -339,9 +344,9 @@ def beam_search_nbest(
         # 4. Next running beams: the best num_beams candidates, stopped ones pushed down by -1e9.
         running_candidates = np.where(cand_stops, cand_scores + _IMPOSSIBLE, cand_scores)
         pick = torch_top_k(running_candidates, num_beams)
-        running_scores = np.take_along_axis(running_candidates, pick, axis=1)
-        parent_rows = np.take_along_axis(cand_rows, pick, axis=1).ravel()
-        next_tokens = np.take_along_axis(cand_tokens, pick, axis=1).ravel()
+        running_scores = _take(running_candidates, pick)
+        parent_rows = _take(cand_rows, pick).ravel()
+        next_tokens = _take(cand_tokens, pick).ravel()
 
         # 5. Finished slots: stopped candidates among the first num_beams, score / length ** length_penalty
         #    (length = generated tokens, eos included), merged with the kept ones; keep the best num_beams.
@@ -351,18 +356,11 @@ def beam_search_nbest(
         just_finished[:, num_beams:] = False
         penalised = cand_scores / np.float32(generated**settings.length_penalty)
         penalised = np.where(just_finished, penalised, penalised + _IMPOSSIBLE)
-        cand_sequences = np.zeros((active, num_candidates, max_generated), dtype=np.int64)
-        cand_sequences[:, :, : generated - 1] = history[cand_rows, 1:]
-        cand_sequences[:, :, generated - 1] = cand_tokens
         merged_scores = np.concatenate([kept_scores, penalised], axis=1)
         order = torch_top_k(merged_scores, num_beams)
-        kept_scores = np.take_along_axis(merged_scores, order, axis=1)
-        kept_finished = np.take_along_axis(np.concatenate([kept_finished, just_finished], axis=1), order, axis=1)
-        cand_lengths = np.full((active, num_candidates), generated, dtype=np.int64)
-        kept_lengths = np.take_along_axis(np.concatenate([kept_lengths, cand_lengths], axis=1), order, axis=1)
-        kept_tokens = np.take_along_axis(
-            np.concatenate([kept_tokens, cand_sequences], axis=1), order[:, :, None], axis=1
-        )
+        kept_scores = _take(merged_scores, order)
+        kept_finished = _take(np.concatenate([kept_finished, just_finished], axis=1), order)
+        _store_kept(kept_tokens, kept_lengths, sentence, order, history, cand_rows, cand_tokens)
 
         # 6. Extend the running beams' histories.
         history = np.concatenate([history[parent_rows], next_tokens[:, None]], axis=1)
@@ -383,8 +381,9 @@ def beam_search_nbest(
         if generated >= max_generated:
             done[:] = True
         for slot in np.flatnonzero(done):
+            tokens, lengths = kept_tokens[sentence[slot]], kept_lengths[sentence[slot]]
             results[sentence[slot]] = [
-                Hypothesis(tuple(kept_tokens[slot, j, : kept_lengths[slot, j]].tolist()), float(kept_scores[slot, j]))
+                Hypothesis(tuple(tokens[j, : lengths[j]].tolist()), float(kept_scores[slot, j]))
                 for j in range(num_return_sequences)
             ]
         if done.all():
@@ -397,8 +396,36 @@ def beam_search_nbest(
         history = history[keep_rows]
         sentence, can_improve, running_scores = sentence[keep], can_improve[keep], running_scores[keep]
         kept_scores, kept_finished = kept_scores[keep], kept_finished[keep]
-        kept_tokens, kept_lengths = kept_tokens[keep], kept_lengths[keep]
     return [hypotheses for hypotheses in results if hypotheses is not None]
+
+
+def _store_kept(
+    kept_tokens: np.ndarray,
+    kept_lengths: np.ndarray,
+    sentence: np.ndarray,
+    order: np.ndarray,
+    history: np.ndarray,
+    cand_rows: np.ndarray,
+    cand_tokens: np.ndarray,
+) -> None:
+    """Finished slots' tokens after the merge, in place: slot j of an active sentence becomes entry order[j]
+    of [its kept slots, its candidates]. Only sentences whose slots changed are touched, and only the picked
+    candidates' sequences are built (``history`` rows + the candidate token)."""
+    num_beams = order.shape[1]
+    changed = np.flatnonzero((order != np.arange(num_beams)).any(axis=1))
+    if not len(changed):
+        return
+    owners, picks = sentence[changed], order[changed]
+    from_kept = np.minimum(picks, num_beams - 1)
+    tokens = np.take_along_axis(kept_tokens[owners], from_kept[:, :, None], axis=1)
+    lengths = _take(kept_lengths[owners], from_kept)
+    slot, j = np.nonzero(picks >= num_beams)
+    candidate = picks[slot, j] - num_beams
+    generated = history.shape[1]
+    tokens[slot, j, : generated - 1] = history[cand_rows[changed[slot], candidate], 1:]
+    tokens[slot, j, generated - 1] = cand_tokens[changed[slot], candidate]
+    lengths[slot, j] = generated
+    kept_tokens[owners], kept_lengths[owners] = tokens, lengths
 
 
 def generate(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings) -> list[Hypothesis]:

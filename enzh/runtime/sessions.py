@@ -173,12 +173,14 @@ class OrtDecoder:
         self._spread: list[np.ndarray | None] = [None, None]  # shortlist only: [rows, vocab] logits, log-probs
         self._io = sessions.decoder.io_binding()
         self._cross_bound = False
+        self._owns_cross = False  # the cross arrays are the encoder's until the first reorder copies them
         self._bound: tuple[int, int, bool] | None = None  # (rows, buffer generation, logits) of the binding
         self._bound_k = 0  # the top_k the top-k outputs are bound for (their shape is [rows, top_k])
         self._generation = 0  # bumped whenever the buffers are reallocated
         self._ids = np.zeros((0, 1), dtype=np.int64)
         self._position = np.zeros(1, dtype=np.int64)
         self._top_k = np.ones(1, dtype=np.int64)
+        self._top = (np.empty((0, 1), dtype=np.float32), np.empty((0, 1), dtype=np.int64))  # top-k outputs
 
     @property
     def past(self) -> list[np.ndarray]:
@@ -233,23 +235,23 @@ class OrtDecoder:
             self._bound_k = 0
         k = min(max(1, top_k), self.s.scored)  # TopK runs over the scored tokens only
         if k != self._bound_k:
-            # ONNX Runtime allocates the top-k outputs on the first run and then writes into them, so they only
-            # fit the k they were allocated for: rebind them (alone) whenever k changes, e.g. when min_length is
-            # reached and eos stops being banned.
-            io.bind_output("top_log_probs")
-            io.bind_output("top_ids")
+            # The top-k outputs are [rows, k]: bound to arrays of that shape, rebound (alone) whenever k changes,
+            # e.g. when min_length is reached and eos stops being banned. (Bound arrays, not ONNX Runtime's own
+            # outputs: no get_outputs() and no OrtValue wrappers per step.)
+            self._top = (np.empty((rows, k), dtype=np.float32), np.empty((rows, k), dtype=np.int64))
+            self._bind("top_log_probs", self._top[0], output=True)
+            self._bind("top_ids", self._top[1], output=True)
             self._bound_k = k
         self._ids[:rows, 0] = tokens
         self._position[0] = self.position
         self._top_k[0] = k
         self.s.decoder.run_with_iobinding(io)
-        outputs = io.get_outputs()
         self.position += 1
         return Step(
             logits=self._scores_of(0, rows) if logits else None,
             log_probs=self._scores_of(1, rows),
-            top_log_probs=outputs[-2].numpy(),
-            top_ids=outputs[-1].numpy(),
+            top_log_probs=self._top[0],
+            top_ids=self._top[1],
         )
 
     def _scores_of(self, kind: int, rows: int) -> np.ndarray:
@@ -264,6 +266,22 @@ class OrtDecoder:
         spread[:rows, self.s.shortlist] = scores
         return spread[:rows]
 
+    def _gather_cross(self, keep: np.ndarray) -> None:
+        """New cross entry i = old entry keep[i]. The first time into copies of our own; later, when there are
+        no more entries than before (finished sentences dropped), in place: only the entries that move are
+        copied, and the arrays become their first len(keep) entries (still contiguous)."""
+        arrays = [self.cross_bias, *self.cross]
+        if self._owns_cross and len(keep) <= len(self.cross_bias):
+            moved = np.flatnonzero(keep != np.arange(len(keep)))
+            for array in arrays:
+                array[moved] = array[keep[moved]]
+            arrays = [array[: len(keep)] for array in arrays]
+        else:
+            arrays = [np.ascontiguousarray(array[keep]) for array in arrays]
+            self._owns_cross = True
+        self.cross_bias, self.cross = arrays[0], arrays[1:]
+        self._cross_bound = False
+
     def reorder(self, rows: np.ndarray) -> None:
         """New row i = old row rows[i]: copies the cache rows that change; cross entries follow sentences."""
         rows = np.asarray(rows, dtype=np.int64)
@@ -271,18 +289,19 @@ class OrtDecoder:
         # Cross keys/values: if every sentence's rows stay contiguous and equally many, keep one entry per
         # sentence (a beam reorder within sentences changes nothing); otherwise give every row its own entry.
         owners = self._row_sentence[rows]
-        sentences = owners[np.r_[True, owners[1:] != owners[:-1]]]
-        per = count // max(1, len(sentences))
-        if len(np.unique(sentences)) == len(sentences) and np.array_equal(owners, np.repeat(sentences, per)):
-            keep = sentences
-            self._row_sentence = np.repeat(np.arange(len(sentences)), per)
+        if count == len(self._row_sentence) and np.array_equal(owners, self._row_sentence):
+            keep = None  # every row stays with its sentence's entry (beam search's reorder within sentences)
         else:
-            keep = owners
-            self._row_sentence = np.arange(count)
-        if not np.array_equal(keep, np.arange(len(self.cross_bias))):
-            self.cross_bias = np.ascontiguousarray(self.cross_bias[keep])
-            self.cross = [np.ascontiguousarray(a[keep]) for a in self.cross]
-            self._cross_bound = False
+            sentences = owners[np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))]
+            per = count // max(1, len(sentences))
+            if len(np.unique(sentences)) == len(sentences) and np.array_equal(owners, np.repeat(sentences, per)):
+                keep = sentences
+                self._row_sentence = np.repeat(np.arange(len(sentences)), per)
+            else:
+                keep = owners
+                self._row_sentence = np.arange(count)
+        if keep is not None and not np.array_equal(keep, np.arange(len(self.cross_bias))):
+            self._gather_cross(keep)
         # Self-attention cache: only rows whose source row differs are copied, and only the filled positions.
         if self._cache and self.position:
             if count > len(self._cache[0]):

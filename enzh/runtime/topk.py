@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
 # Column block size used by torch_top_k to skip most of a long (num_beams * vocab) row.
@@ -24,7 +27,9 @@ def torch_top_k(values: np.ndarray, k: int) -> np.ndarray:
     its top k. Values must not be NaN.
     """
     rows, width = values.shape
-    block = _TOP_K_BLOCK if width > 4 * _TOP_K_BLOCK else width
+    if width <= 4 * _TOP_K_BLOCK:
+        return _short_rows_top_k(values, k)
+    block = _TOP_K_BLOCK
     block_max = np.maximum.reduceat(values, np.arange(0, width, block), axis=1)
     result = np.empty((rows, k), dtype=np.int64)
     for row in range(rows):
@@ -46,6 +51,33 @@ def torch_top_k(values: np.ndarray, k: int) -> np.ndarray:
         else:
             result[row] = columns[np.concatenate([above, equal])]
     return result
+
+
+def _short_rows_top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """:func:`torch_top_k` for short rows (the beam bookkeeping's 2k or 3k candidates), all rows at once. A row
+    whose k largest values are distinct and above all others has one answer. torch's algorithms only compare
+    values, so a row with ties gets the answer of its pattern of ranks, replayed once per pattern (the usual
+    patterns repeat: placeholder scores of -1e9 tie until a sentence has num_beams finished hypotheses)."""
+    order = np.argsort(-values, axis=1, kind="stable")
+    ranked = values[np.arange(len(values))[:, None], order]  # np.take_along_axis without its overhead
+    result = order[:, :k].copy()
+    last = min(k + 1, values.shape[1])  # the k-th value is compared with the next one
+    tied = np.flatnonzero((ranked[:, 1:last] >= ranked[:, : last - 1]).any(axis=1))
+    if len(tied):
+        distinct = np.ones((len(tied), values.shape[1]), dtype=np.int64)
+        distinct[:, 1:] = ranked[tied, 1:] != ranked[tied, :-1]
+        ranks = np.empty_like(distinct)  # 0 = largest, equal values equal ranks
+        np.put_along_axis(ranks, order[tied], np.cumsum(distinct, axis=1) - 1, axis=1)
+        for i, row in enumerate(tied.tolist()):
+            result[row] = _pattern_top_k(ranks[i].tobytes(), k, _torch_topk_row)
+    return result
+
+
+@functools.lru_cache(maxsize=1024)  # keys: at most 4 KB (512 ranks)
+def _pattern_top_k(ranks: bytes, k: int, replay: Callable[[np.ndarray, int], list[int]]) -> tuple[int, ...]:
+    """torch.topk's indices for a row given by its ranks (int64 bytes, 0 = largest), from ``replay`` (part of
+    the cache key, so that a replacement, e.g. in a test, is not answered from the cache)."""
+    return tuple(replay(-np.frombuffer(ranks, dtype=np.int64).astype(np.float64), k))
 
 
 def _torch_topk_row(row: np.ndarray, k: int) -> list[int]:

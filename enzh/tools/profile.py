@@ -8,6 +8,10 @@ fixed-length table (24 source tokens, exactly 32 generated tokens).
 Each MODEL_DIR is an exported model directory (e.g. the opus-mt-en-zh-shaped fp32 and int8 variants that
 ``enzh bench`` builds in its cache); each gets its own section. ONNX Runtime's profiler adds a little time to
 every operator: the per-operator split is what this is for, ``enzh bench`` reports the speed.
+
+With ``--loop`` it splits a decode call on natural sentences (the first column of MODEL_DIR/test.tsv) per decoder
+step instead: ONNX Runtime's run time, the graph nodes executed, the Python bookkeeping around them and the numpy
+copies of the search (:mod:`enzh.tools.profile_loop`).
 """
 
 from __future__ import annotations
@@ -155,8 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="markdown file to write (default: print)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--loop", action="store_true", help="per-step split on natural sentences (test.tsv)")
     args = parser.parse_args(argv)
     command = "python scripts/profile_decoder.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.loop:
+        from enzh.tools.profile_loop import loop_report
+
+        lines = loop_report([Path(m) for m in args.models], command, args.threads, args.repeats)
+        return _write(lines, args.out)
     lines = header(command, args.threads)
     for model in map(Path, args.models):
         results = []
@@ -164,10 +174,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{model.name}: profiling batch {batch} x beams {beams} ...", file=sys.stderr, flush=True)
             results.append(profile_cell(model, batch, beams, args.threads, args.repeats))
         lines += render(model, results)
-    text = "\n".join(lines + LEGEND)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}", file=sys.stderr)
+    return _write(lines + LEGEND, args.out)
+
+
+def _write(lines: list[str], out: str | None) -> int:
+    text = "\n".join(lines)
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
     else:
         print(text)
     return 0
