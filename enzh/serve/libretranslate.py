@@ -58,8 +58,8 @@ LISTED = {
     "zh-Hant": (("zt", NAMES["zh-Hant"]), ("zh-Hant", NAMES["zh-Hant"])),
 }
 DEMO_NOTICE = (
-    "This server runs enzh's small demo model: it knows simple everyday sentences and translates anything else "
-    "poorly. Serve a real model with: enzh serve --model DIR"
+    "This server runs enzh's small demo model: it knows simple everyday sentences (weather, family, food, "
+    "travel, times and prices) and translates anything else poorly."
 )
 
 
