@@ -95,7 +95,7 @@ class Translator:
     def load(cls, model_dir: str | os.PathLike[str] | None = None, **runtime_options: object) -> Translator:
         """Load a model directory; ``runtime_options`` are :class:`enzh.runtime.options.RuntimeOptions` fields.
 
-        With no ``model_dir`` the embedded demo model is used (exported into the cache on first use).
+        With no ``model_dir`` the embedded demo model is used (shipped exported in the package).
         """
         options = RuntimeOptions(**runtime_options)  # type: ignore[arg-type]
         if model_dir is None:
