@@ -5,7 +5,6 @@ the document path's sentence translator, whose ``align`` uses the demo model's a
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -14,26 +13,9 @@ from enzh.documents.inline import Block, Mark, translate_blocks
 from enzh.documents.options import DocumentOptions
 from enzh.documents.sentences import SentenceEngine
 from enzh.runtime.translator import Translator
+from enzh.tools.inline_rates import parse  # the tagged set's format, shared with the rates report
 
 DATA = Path(__file__).parent / "data" / "inline_tagged_demo.tsv"
-_TAG = re.compile(r"<(/?)(\w+)>")
-
-
-def parse(tagged: str) -> tuple[str, dict[str, tuple[int, int]]]:
-    """Plain text and name -> span of ``tagged`` (each tag name once per line); marks in document order."""
-    text, spans, opened, last = [], {}, {}, 0
-    length = 0
-    for m in _TAG.finditer(tagged):
-        text.append(tagged[last : m.start()])
-        length += m.start() - last
-        last = m.end()
-        if m.group(1):
-            spans[m.group(2)] = (opened.pop(m.group(2)), length)
-        else:
-            opened[m.group(2)] = length
-            spans[m.group(2)] = (length, -1)
-    text.append(tagged[last:])
-    return "".join(text), spans
 
 
 @pytest.fixture(scope="module")
