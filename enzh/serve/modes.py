@@ -193,13 +193,7 @@ class Modes:
     ) -> tuple[list[str], list[list[str]], int, dict[str, float]]:
         service = self.service
         token = service.resolve_target(target)
-        total = sum(len(t) for t in texts)
-        if total > service.options.max_request_chars:
-            raise ApiError(
-                422,
-                "request_too_long",
-                f"the texts hold {total} characters together; the limit is {service.options.max_request_chars}",
-            )
+        service.check_request_chars(texts)
         count = min(alternatives + 1, beam)
         submitted = time.monotonic()
         started: list[float] = []

@@ -182,6 +182,17 @@ class Service:
             raise ApiError(422, "unsupported_target", str(exc)) from None
         return token
 
+    def check_request_chars(self, texts: list[str]) -> int:
+        """The characters of a request's texts together; 422 over ``max_request_chars``."""
+        total = sum(len(t) for t in texts)
+        if total > self.options.max_request_chars:
+            raise ApiError(
+                422,
+                "request_too_long",
+                f"the texts hold {total} characters together; the limit is {self.options.max_request_chars}",
+            )
+        return total
+
     def prepare(self, texts: list[str], token: str | None) -> _Prepared:
         """Segment every text the way the translator does (the one segmentation stage of every entry point) and
         collect the model inputs of all its sentences (CPU, no model)."""
@@ -203,13 +214,7 @@ class Service:
         arrived = time.monotonic()
         assert self.scheduler is not None
         token = self.resolve_target(target)
-        total_chars = sum(len(t) for t in texts)
-        if total_chars > self.options.max_request_chars:
-            raise ApiError(
-                422,
-                "request_too_long",
-                f"the texts hold {total_chars} characters together; the limit is {self.options.max_request_chars}",
-            )
+        total_chars = self.check_request_chars(texts)
         if total_chars > 2000:  # keep the event loop free while a long document is tokenized
             prepared = await asyncio.get_running_loop().run_in_executor(None, self.prepare, texts, token)
         else:
