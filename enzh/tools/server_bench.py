@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_ready(url: str, proc: subprocess.Popen[Any], timeout: float, exited: Callable[[], str] = str) -> None:
+    """Poll ``url``/readyz until it answers 200; RuntimeError if ``proc`` exits first (with ``exited()`` appended
+    to the message) or ``timeout`` seconds pass."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}{exited()}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"the server at {url} did not become ready in {timeout:.0f} s")
+
+
 class _Server:
     def __init__(self, extra: list[str]) -> None:
         self.port = _free_port()
@@ -177,19 +196,8 @@ class _Server:
         )
 
     def __enter__(self) -> _Server:
-        import httpx
-
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.proc.returncode}")
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError("the server did not become ready")
+        wait_ready(self.url, self.proc, 300)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.proc.send_signal(signal.SIGINT)

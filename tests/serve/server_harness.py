@@ -28,6 +28,7 @@ from enzh.runtime.default_model import DEMO_TEST_SET
 from enzh.serve.app import create_app
 from enzh.serve.options import ServeOptions
 from enzh.serve.protocol import http_protocol
+from enzh.tools.server_bench import wait_ready
 
 # Sentences from the demo model's domain (its held-out test set), for realistic mixed-length requests.
 SENTENCES = [
@@ -155,17 +156,8 @@ class ProcessServer:
         )
 
     def wait_ready(self, timeout: float = 120) -> ProcessServer:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.output()}")
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("server not ready")
+        wait_ready(self.url, self.proc, timeout, exited=lambda: f": {self.output()}")
+        return self
 
     def output(self) -> str:
         if self.proc.poll() is None:
