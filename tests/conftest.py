@@ -92,6 +92,14 @@ def demo_dir() -> Path:
     return DEMO_DIR
 
 
+@pytest.fixture(scope="session")
+def demo_translator(demo_dir: Path):
+    """The embedded demo model, loaded once for the session (ONNX Runtime sessions are thread-safe)."""
+    from enzh.runtime.translator import Translator
+
+    return Translator.load(demo_dir)
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny models: torch threading only adds overhead (and stalls badly on a busy 2-core machine)."""

@@ -7,7 +7,7 @@ import urllib.error
 
 import httpx
 import pytest
-from client_harness import running, shared_translator
+from client_harness import running
 from libretranslatepy import LibreTranslateAPI
 
 from enzh.serve.keys import KeyStore
@@ -18,8 +18,8 @@ STATION = "Where is the train station?"
 
 
 @pytest.fixture(scope="module")
-def demo(demo_dir):
-    return shared_translator(demo_dir)
+def demo(demo_translator):
+    return demo_translator
 
 
 @pytest.fixture(scope="module")

@@ -10,18 +10,13 @@ from urllib.parse import urlsplit
 
 import pytest
 from fake_translator import FakeTranslator, fake_translation
-from server_harness import in_process, shared_translator
+from server_harness import in_process
 
 from enzh.serve.files import safe_name
 from enzh.serve.options import ServeOptions
 
 WEATHER = "The weather is nice today."
 STATION = "Where is the train station?"
-
-
-@pytest.fixture(scope="module")
-def demo_translator(demo_dir):
-    return shared_translator(demo_dir)
 
 
 @pytest.fixture(scope="module")

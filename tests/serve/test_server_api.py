@@ -8,17 +8,12 @@ from typing import Any
 
 import httpx
 import pytest
-from server_harness import SENTENCES, fire, held_out, in_process, metric_value, running, shared_translator
+from server_harness import SENTENCES, fire, held_out, in_process, metric_value, running
 from starlette.testclient import TestClient
 
 from enzh.runtime.segment import split_sentences
 from enzh.serve.options import ServeOptions
 from enzh.serve.service import Service
-
-
-@pytest.fixture(scope="module")
-def demo_translator(demo_dir):
-    return shared_translator(demo_dir)
 
 
 @pytest.fixture(scope="module")

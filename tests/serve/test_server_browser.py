@@ -19,7 +19,7 @@ import httpx
 import pytest
 from playwright import sync_api
 from playwright.sync_api import expect
-from server_harness import running, shared_translator
+from server_harness import running
 
 from enzh.serve.keys import KeyStore
 from enzh.serve.options import ServeOptions
@@ -43,11 +43,6 @@ pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
     reason="chromium is not installed (scripts/ci_deps.sh installs it; CI fails instead of skipping)",
 )
-
-
-@pytest.fixture(scope="module")
-def demo_translator(demo_dir):
-    return shared_translator(demo_dir)
 
 
 @pytest.fixture(scope="module")

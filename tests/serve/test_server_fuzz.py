@@ -12,17 +12,12 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
-from server_harness import running, shared_translator
+from server_harness import running
 
 from enzh.serve.errors import is_libre_path
 from enzh.serve.options import ServeOptions
 
 EXAMPLES = {"POST": 40, "GET": 5}
-
-
-@pytest.fixture(scope="module")
-def demo_translator(demo_dir):
-    return shared_translator(demo_dir)
 
 
 @pytest.fixture(scope="module")
