@@ -6,6 +6,7 @@ different Marian model (or a changed default) needs a different manifest, never 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,7 @@ class MarianAdapter:
             generation=dict(manifest.generation),
         )
 
-    @property
+    @functools.cached_property  # asked once per translated text; the tokens never change
     def into_chinese(self) -> bool:
         """Whether the model translates into Chinese (its target tokens are Chinese ones, like opus-mt-en-zh's):
         then text without Latin letters is already Chinese and is returned unchanged, not translated."""
