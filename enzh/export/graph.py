@@ -3,15 +3,15 @@
 The graphs are written node by node (no tracing), so the layout is exactly what the runtime needs:
 
 * ``encoder.onnx``: ``input_ids``, ``attention_mask`` -> ``cross_bias`` (additive attention mask for the
-  decoder) and, for every decoder layer, the cross-attention keys (pre-transposed, ``[B, H, dh, S]``) and
-  values (``[B, H, S, dh]``). Cross-attention keys/values are therefore computed once per sentence.
+  decoder) and, for every decoder layer, the cross-attention keys and values (``[B, H, S, dh]``). Cross-attention
+  keys/values are therefore computed once per sentence.
   Self-attention is ONNX Runtime's fused ``MultiHeadAttention``.
 * ``decoder.onnx``: one step for ``R = B x beams`` rows. ``input_ids [R, 1]``, ``position [1]``, ``top_k [1]``,
   ``cross_bias`` and the cross keys/values (one entry per sentence, shared by its beams), and the
   self-attention cache ``past_key_i``/``past_value_i [R, H, capacity, dh]`` -> ``logits`` and ``log_probs``
   ``[R, V]`` for the new position only, ``top_log_probs``/``top_ids [R, top_k]`` and ``present_key_i``/
   ``present_value_i``. Self-attention is ``GroupQueryAttention``: bound to the same buffer as ``past_*``,
-  ``present_*`` is written in place at index ``position``.
+  ``present_*`` is written in place at index ``position``; cross-attention is ``MultiHeadAttention``.
 * ``aligner.onnx`` (optional, :func:`build_aligner`): the decoder without a cache over a whole teacher-forced
   target. ``input_ids [B, T]`` (the decoder start token + the translation's ids), ``cross_bias`` and the cross
   keys/values the encoder graph returned -> ``cross_attention [B, T, S]``: the cross-attention weights, the mean
@@ -218,17 +218,16 @@ class GraphBuilder:
         """x @ W + b with W stored as [in, out]."""
         return self.op1("Add", [self.op1("MatMul", [x, self.weight(f"{prefix}.w")]), self.weight(f"{prefix}.b")])
 
-    def layer_norm(self, x: str, prefix: str, eps: float) -> str:
+    def residual_norm(self, h: str, sublayer: str, norm: str, arch: MarianArch) -> str:
+        """Marian is post-norm: LayerNorm(h + sublayer(h)). Add + LayerNormalization, not the fused
+        SkipLayerNormalization: ONNX Runtime's CPU kernel of the latter measured 3-6x slower from 16 rows on."""
+        summed = self.op1("Add", [h, sublayer])
         return self.op1(
             "LayerNormalization",
-            [x, self.weight(f"{prefix}.g"), self.weight(f"{prefix}.b")],
+            [summed, self.weight(f"{norm}.g"), self.weight(f"{norm}.b")],
             axis=-1,
-            epsilon=eps,
+            epsilon=arch.layer_norm_eps,
         )
-
-    def residual_norm(self, h: str, sublayer: str, norm: str, arch: MarianArch) -> str:
-        """Marian is post-norm: LayerNorm(h + sublayer(h))."""
-        return self.layer_norm(self.op1("Add", [h, sublayer]), norm, arch.layer_norm_eps)
 
     def feed_forward(self, h: str, prefix: str, arch: MarianArch) -> str:
         ffn = self.linear(self.activation(self.linear(h, f"{prefix}.fc1"), arch.activation), f"{prefix}.fc2")
@@ -318,14 +317,15 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx
     dd = arch.d_model // arch.decoder_heads
     for i in range(arch.decoder_layers):
         k, v = g.op("Split", [g.linear(h, f"decoder.{i}.cross_kv"), g.const([d, d])], 2, axis=-1)
+        # [B, H, S, dh] both: the layout MultiHeadAttention reads as already projected keys/values.
         g.nodes.append(
-            helper.make_node("Identity", [g.heads(k, arch.decoder_heads, dd, [0, 2, 3, 1])], [f"cross_key_{i}"])
+            helper.make_node("Identity", [g.heads(k, arch.decoder_heads, dd, [0, 2, 1, 3])], [f"cross_key_{i}"])
         )
         g.nodes.append(
             helper.make_node("Identity", [g.heads(v, arch.decoder_heads, dd, [0, 2, 1, 3])], [f"cross_value_{i}"])
         )
         outputs += [
-            _f32(f"cross_key_{i}", ["batch", arch.decoder_heads, dd, "src_len"]),
+            _f32(f"cross_key_{i}", ["batch", arch.decoder_heads, "src_len", dd]),
             _f32(f"cross_value_{i}", ["batch", arch.decoder_heads, "src_len", dd]),
         ]
     inputs = [_i64("input_ids", ["batch", "src_len"]), _i64("attention_mask", ["batch", "src_len"])]
@@ -391,8 +391,12 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
     dh = d // heads
     cache_dh = cache_head_size(arch)
     vocab = arch.target_vocab_size
+    # One step is a single position per row, so the hidden state stays 2-D [R, d]: every linear layer is one
+    # Gemm after ONNX Runtime's MatMul+Add fusion, and there are few shape nodes per layer (a step's cost on a
+    # small model is mostly per-node dispatch).
     positions = g.op1("Gather", [g.weight("positions"), "position"])  # [1, d]
-    h = _embed(g, arch, embed_name, "input_ids", positions)  # [R, 1, d]
+    # The lookup reads input_ids itself (precision variants recognise and rewrite it by that name).
+    h = g.op1("Reshape", [_embed(g, arch, embed_name, "input_ids", positions), g.const([-1, d])])  # [R, d]
     # GroupQueryAttention reads the cache up to seqlens_k (= position, the same for every row) and writes this
     # step's key/value at that index; total_sequence_length = position + 1 (a scalar).
     past_len = g.op1("Cast", ["position"], to=TensorProto.INT32)
@@ -400,9 +404,12 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
     seqlens = g.op1("Expand", [past_len, rows])
     total_len = g.op1("Squeeze", [g.op1("Add", [past_len, g.const([1], np.int32)]), g.const([0])])
     # Rows are grouped by sentence: the cross keys/values hold one entry per sentence and the rows of a
-    # sentence (its beams) are contiguous, so cross-attention runs as [sentences, H, beams, dh] queries.
+    # sentence (its beams) are contiguous, so cross-attention runs as [sentences, beams, d] queries, with the
+    # source padding bias broadcast to [sentences, 1, beams, src_len].
     sentences = g.op1("Slice", [g.op1("Shape", ["cross_bias"]), g.const([0]), g.const([1])])
-    by_sentence = g.op1("Concat", [sentences, g.const([-1, heads, dh])], axis=0)
+    beams = g.op1("Div", [rows, sentences])
+    by_sentence = g.op1("Concat", [sentences, beams, g.const([d])], axis=0)
+    cross_bias = g.op1("Expand", ["cross_bias", g.op1("Concat", [g.const([1, 1]), beams, g.const([1])], axis=0)])
     outputs = [
         _f32("logits", ["rows", vocab]),
         _f32("log_probs", ["rows", vocab]),
@@ -420,35 +427,42 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
         inputs += [
             _f32(f"past_key_{i}", ["rows", heads, "capacity", cache_dh]),
             _f32(f"past_value_{i}", ["rows", heads, "capacity", cache_dh]),
-            _f32(f"cross_key_{i}", ["batch", heads, dh, "src_len"]),
+            _f32(f"cross_key_{i}", ["batch", heads, "src_len", dh]),
             _f32(f"cross_value_{i}", ["batch", heads, "src_len", dh]),
         ]
         outputs += [
             _f32(f"present_key_{i}", ["rows", heads, "present_len", cache_dh]),
             _f32(f"present_value_{i}", ["rows", heads, "present_len", cache_dh]),
         ]
-        # Self-attention over the cache plus this step, fused (packed q|k|v, the q scale folded into the
-        # weights). Bound to the same buffer as past_*, present_* is updated in place.
+        # Self-attention over the cache plus this step, fused (packed q|k|v as [R, 1, 3 x H x dh], the q scale
+        # folded into the weights). Bound to the same buffer as past_*, present_* is updated in place.
+        qkv = g.op1("Unsqueeze", [g.linear(h, f"{p}.qkv"), g.const([1])])
         ctx = g.op1(
             "GroupQueryAttention",
-            [g.linear(h, f"{p}.qkv"), "", "", f"past_key_{i}", f"past_value_{i}", seqlens, total_len],
+            [qkv, "", "", f"past_key_{i}", f"past_value_{i}", seqlens, total_len],
             outputs=[f"present_key_{i}", f"present_value_{i}"],
             domain=MS_DOMAIN,
             num_heads=heads,
             kv_num_heads=heads,
             scale=1.0,
         )
+        ctx = g.op1("Reshape", [ctx, g.const([-1, heads * cache_dh])])
         h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
-        # Cross-attention against the keys/values the encoder graph computed once per sentence.
-        q = g.op1("Transpose", [g.op1("Reshape", [g.linear(h, f"{p}.cross_q"), by_sentence])], perm=[0, 2, 1, 3])
-        ctx = g.attend(q, f"cross_key_{i}", f"cross_value_{i}", "cross_bias")  # [sentences, H, beams, dh]
-        ctx = g.op1("Reshape", [g.op1("Transpose", [ctx], perm=[0, 2, 1, 3]), g.const([-1, 1, d])])
+        # Cross-attention against the keys/values the encoder graph computed once per sentence ([B, H, S, dh]).
+        q = g.op1("Reshape", [g.linear(h, f"{p}.cross_q"), by_sentence])
+        ctx = g.op1(
+            "MultiHeadAttention",
+            [q, f"cross_key_{i}", f"cross_value_{i}", "", "", cross_bias],
+            domain=MS_DOMAIN,
+            num_heads=heads,
+            scale=1.0,
+        )
+        ctx = g.op1("Reshape", [ctx, g.const([-1, d])])
         h = g.residual_norm(h, g.linear(ctx, f"{p}.cross_out"), f"{p}.cross_ln", arch)
         h = g.feed_forward(h, p, arch)
     # Output projection for the new position only: logits = h @ E^T + final_logits_bias (E stored once).
-    flat = g.op1("Reshape", [h, g.const([-1, d])])
     g.nodes.append(
-        helper.make_node("Gemm", [flat, g.weight(lm_head_name), g.weight("final_logits_bias")], ["logits"], transB=1)
+        helper.make_node("Gemm", [h, g.weight(lm_head_name), g.weight("final_logits_bias")], ["logits"], transB=1)
     )
     # Log-probabilities and their best top_k per row, so a search step rarely needs to read all V of them.
     g.nodes.append(helper.make_node("LogSoftmax", ["logits"], ["log_probs"], axis=-1))
@@ -479,7 +493,7 @@ def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, setting
     for i in range(layers[-1] + 1):
         p = f"decoder.{i}"
         last = i == layers[-1]
-        inputs.append(_f32(f"cross_key_{i}", ["batch", n_heads, dh, "src_len"]))
+        inputs.append(_f32(f"cross_key_{i}", ["batch", n_heads, "src_len", dh]))
         if not last:
             inputs.append(_f32(f"cross_value_{i}", ["batch", n_heads, "src_len", dh]))
         # Self-attention over the target up to each position (the packed q|k|v heads zero-padded to `padded`).
@@ -492,7 +506,8 @@ def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, setting
         h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
         # Cross-attention: its weights are the alignment.
         q = g.heads(g.linear(h, f"{p}.cross_q"), n_heads, dh, [0, 2, 1, 3])  # [B, H, T, dh], scale folded in
-        scores = g.op1("Add", [g.op1("MatMul", [q, f"cross_key_{i}"]), "cross_bias"])
+        k_t = g.op1("Transpose", [f"cross_key_{i}"], perm=[0, 1, 3, 2])
+        scores = g.op1("Add", [g.op1("MatMul", [q, k_t]), "cross_bias"])
         weights = g.op1("Softmax", [scores], axis=-1)  # [B, H, T, S]
         if i in layers:
             picked = weights if len(heads) == n_heads else g.op1("Gather", [weights, g.const(heads)], axis=1)

@@ -128,6 +128,9 @@ def check_numerics(
     report = NumericReport(atol=atol, factor=factor, rtol=rtol)
     vocab = int(manifest.architecture["source_vocab_size"])
     target_vocab = int(manifest.architecture["target_vocab_size"])
+    # Cross keys are [B, H, S, dh] (older exports: [B, H, dh, S]); compared as PyTorch's [B, S, H, dh].
+    key_dims = sessions.encoder.get_outputs()[1].shape
+    key_axes = (0, 2, 1, 3) if key_dims[2] == "src_len" else (0, 3, 1, 2)
     rng = np.random.default_rng(seed + 1)
     for src in _random_batches(vocab, ids_["pad"], ids_["eos"], manifest.max_positions, seed):
         mask = (src != ids_["pad"]).astype(np.int64)
@@ -151,7 +154,7 @@ def check_numerics(
         # Padded source positions are masked out in attention, so only real positions must agree.
         keep = mask.astype(bool)
         for i in range(sessions.layers):
-            ours_k = np.transpose(encoded.cross[2 * i], (0, 3, 1, 2))[keep]
+            ours_k = np.transpose(encoded.cross[2 * i], key_axes)[keep]
             ours_v = np.transpose(encoded.cross[2 * i + 1], (0, 2, 1, 3))[keep]
             report.record("cross_key", ours_k, torch32["cross_key"][i][keep], torch64["cross_key"][i][keep])
             report.record("cross_value", ours_v, torch32["cross_value"][i][keep], torch64["cross_value"][i][keep])

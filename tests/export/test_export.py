@@ -141,7 +141,7 @@ def test_dynamic_axes(tiny_source, tiny_export):
         ids[:, -1] = 0
         mask = np.ones_like(ids)
         encoded = sessions.encode(ids, mask)
-        assert encoded.cross[0].shape == (batch, 4, 8, length)
+        assert encoded.cross[0].shape == (batch, 4, length, 8)  # [B, H, S, dh]
         decoder = sessions.decoder_for(encoded)
         start = manifest.special_ids["decoder_start"]
         tokens = np.full(batch, start)
