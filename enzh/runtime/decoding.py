@@ -28,8 +28,8 @@ from typing import Protocol
 import numpy as np
 
 from enzh.runtime.options import DecodingSettings
-from enzh.runtime.processors import fixed_bans, is_forced_step, log_softmax, process_scores
-from enzh.runtime.topk import torch_top_k
+from enzh.runtime.processors import fixed_bans, log_softmax, process_scores
+from enzh.runtime.topk import row_index, torch_top_k
 
 # HF's stand-in for "impossible" in beam bookkeeping (exactly representable in float32).
 _IMPOSSIBLE = np.float32(-1.0e9)
@@ -94,7 +94,7 @@ class Hypothesis:
 
 def _take(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """``np.take_along_axis(values, columns, axis=1)`` for 2-D arrays, without its per-call overhead."""
-    return values[np.arange(values.shape[0])[:, None], columns]
+    return values[row_index(values.shape[0]), columns]
 
 
 def _check_vocab(bans: tuple[int, ...], step: Step) -> tuple[int, ...]:
@@ -128,9 +128,15 @@ def _log_allowed_mass(step: Step, bans: tuple[int, ...]) -> np.ndarray:
     if not bans:
         return np.zeros(rows, dtype=np.float32)
     columns = list(bans)
-    banned = np.exp(step.log_probs[:, columns].astype(np.float64)).sum(axis=1)
-    result = np.log1p(-np.where(banned > 0.01, 0.0, banned))
-    for row in np.flatnonzero(banned > 0.01):
+    if len(columns) == 1:  # the usual case (pad banned): a column, no sum over one value
+        banned = np.exp(step.log_probs[:, columns[0]].astype(np.float64))
+    else:
+        banned = np.exp(step.log_probs[:, columns].astype(np.float64)).sum(axis=1)
+    large = banned > 0.01
+    if not large.any():
+        return np.log1p(-banned).astype(np.float32)
+    result = np.log1p(-np.where(large, 0.0, banned))
+    for row in np.flatnonzero(large):
         allowed = step.log_probs[row].copy()
         allowed[columns] = -np.inf
         top = allowed.max()
@@ -154,12 +160,12 @@ def _beam_candidates_from_top(
     active = running_scores.shape[0]
     # The best 2k of all (beam, token) pairs of a sentence are among its beams' best 2k + 1 each.
     totals = (values + running_scores.reshape(-1, 1)).reshape(active, num_beams * need)
-    order = np.argsort(-totals, axis=1, kind="stable")[:, :need]
+    order = (-totals).argsort(axis=1, kind="stable")[:, :need]
     best = _take(totals, order)
     if np.any(best[:, 1:] >= best[:, :-1]):
         return None
     top = order[:, : 2 * num_beams]
-    cand_rows = top // need + np.arange(active)[:, None] * num_beams
+    cand_rows = top // need + row_index(active) * num_beams
     cand_tokens = _take(ids.reshape(active, num_beams * need), top)
     return best[:, : 2 * num_beams], cand_rows, cand_tokens
 
@@ -209,41 +215,93 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
         return []
     results: list[Hypothesis | None] = [None] * batch_size
     sentence = np.arange(batch_size)  # source sentence of each running row
-    history = np.full((batch_size, 1), settings.decoder_start_token_id, dtype=np.int64)
+    max_length, eos = settings.max_length, settings.eos_token_id
+    # Token history of every running row, start token included: its first `length` columns are filled.
+    history = np.empty((batch_size, max_length), dtype=np.int64)
+    history[:, 0] = settings.decoder_start_token_id
+    length = 1
+    tokens = history[:, 0].copy()
     total = np.zeros(batch_size, dtype=np.float32)
+    bans_for = _BansByLength(settings)
+    forced_length = max_length - 1 if settings.forced_eos_token_id is not None else -1
     while True:
         # 1. The next token of every running row and its log-probability after the logits processors: from the
         #    step's best few when the processors only ban fixed tokens, else from all scores.
-        bans = fixed_bans(history.shape[1], settings)
-        if is_forced_step(history.shape[1], settings):
+        if length == forced_length:
             # Only the forced token is left, with log-probability 0: no decoder step needed.
-            tokens = np.full(len(history), settings.forced_eos_token_id, dtype=np.int64)
-            log_probs = np.zeros(len(history), dtype=np.float32)
+            tokens = np.full(len(tokens), settings.forced_eos_token_id, dtype=np.int64)
+            log_probs = np.zeros(len(tokens), dtype=np.float32)
         else:
+            bans = bans_for(length)
             # Raw logits only for the processors that need them (repetition penalty depends on their sign).
-            step = decoder.step(np.ascontiguousarray(history[:, -1]), 1 + len(bans or ()), logits=bans is None)
-            ids, values = _best_allowed(step, _check_vocab(bans, step), 1) if bans is not None else (None, None)
-            if ids is None or values is None or ids.shape[1] == 0:
+            step = decoder.step(tokens, 1 + len(bans or ()), logits=bans is None)
+            best = _greedy_from_top(step, bans_for.checked(bans, step)) if bans is not None else None
+            if best is None:
                 # Fixed bans only: processing the log-probabilities instead of the logits picks the same token
                 # with the same score (log-softmax is shift invariant).
                 scores = step.logits if step.logits is not None else step.log_probs
-                tokens, log_probs = _greedy_from_scores(history, scores.copy(), settings)
+                tokens, log_probs = _greedy_from_scores(history[:, :length], scores.copy(), settings)
             else:
-                tokens, log_probs = ids[:, 0], values[:, 0] - _log_allowed_mass(step, bans or ())
-        total = total + log_probs
-        history = np.concatenate([history, tokens[:, None]], axis=1)
+                tokens, log_probs = best
+        total += log_probs
+        history[:, length] = tokens
+        length += 1
         # 2. A row is finished when it produced eos or reached max_length.
-        finished = (tokens == settings.eos_token_id) | (history.shape[1] >= settings.max_length)
-        for row in np.flatnonzero(finished):
-            results[sentence[row]] = Hypothesis(tuple(history[row, 1:].tolist()), float(total[row]))
+        if length >= max_length:
+            finished = np.ones(len(tokens), dtype=bool)
+        else:
+            finished = tokens == eos
+            if not finished.any():
+                continue
+        for row in finished.nonzero()[0].tolist():
+            results[sentence[row]] = Hypothesis(tuple(history[row, 1:length].tolist()), float(total[row]))
         if finished.all():
             break
         # 3. Drop the finished rows from the decoder.
-        if finished.any():
-            keep = np.flatnonzero(~finished)
-            decoder.reorder(keep)
-            sentence, history, total = sentence[keep], history[keep], total[keep]
+        keep = np.flatnonzero(~finished)
+        decoder.reorder(keep)
+        sentence, history, total, tokens = sentence[keep], history[keep], total[keep], tokens[keep]
     return [hypothesis for hypothesis in results if hypothesis is not None]
+
+
+class _BansByLength:
+    """:func:`fixed_bans` for every step of one call, computed twice instead of once per step (the tokens it
+    bans depend on the length only through ``length < min_length``), with their vocabulary check done once."""
+
+    def __init__(self, settings: DecodingSettings) -> None:
+        self.min_length = settings.min_length
+        self.early = fixed_bans(1, settings) if settings.min_length > 1 else None
+        self.late = fixed_bans(max(1, settings.min_length), settings)
+        self.vocab_checked: set[tuple[int, ...]] = set()
+
+    def __call__(self, length: int) -> tuple[int, ...] | None:
+        return self.early if length < self.min_length else self.late
+
+    def checked(self, bans: tuple[int, ...], step: Step) -> tuple[int, ...]:
+        if bans not in self.vocab_checked:
+            _check_vocab(bans, step)
+            self.vocab_checked.add(bans)
+        return bans
+
+
+def _greedy_from_top(step: Step, bans: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every row's best allowed token and its log-probability renormalized over the allowed tokens, from the
+    step's best few (None when they hold no allowed token for some row)."""
+    ids, values = step.top_ids, step.top_log_probs
+    first = ids[:, 0]
+    if not bans:
+        return first.copy(), values[:, 0].copy()
+    banned = first == bans[0]
+    for token in bans[1:]:
+        banned |= first == token
+    if banned.any():
+        ids, values = _best_allowed(step, bans, 1)
+        if ids.shape[1] == 0:
+            return None
+        first = ids[:, 0]
+    else:
+        values = values[:, :1]
+    return first.copy(), values[:, 0] - _log_allowed_mass(step, bans)
 
 
 def _greedy_from_scores(
@@ -295,13 +353,23 @@ def beam_search_nbest(
     num_beams = settings.num_beams
     num_candidates = 2 * num_beams  # HF: max(2, 1 + number of eos ids) * num_beams
     max_generated = settings.max_length - 1
+    eos, length_penalty = settings.eos_token_id, settings.length_penalty
+    forced_length = max_generated if settings.forced_eos_token_id is not None else -1
+    bans_for = _BansByLength(settings)
+    # Early-stop heuristic: with early_stopping="never" and a positive length penalty HF assumes the best
+    # running beam could grow to max_length.
+    never_stops_early = settings.early_stopping == "never" and length_penalty > 0.0
+    stop_when_full = settings.early_stopping is True
 
     # Each sentence starts as num_beams identical rows; all but the first get an impossible score so the first
     # step expands only one of them.
     decoder.reorder(np.repeat(np.arange(batch_size, dtype=np.int64), num_beams))
     results: list[list[Hypothesis] | None] = [None] * batch_size
     sentence = np.arange(batch_size)  # source sentence of each active sentence slot
-    history = np.full((batch_size * num_beams, 1), settings.decoder_start_token_id, dtype=np.int64)
+    # Token history of every running row, start token included: its first `generated` columns are filled.
+    history = np.empty((batch_size * num_beams, settings.max_length), dtype=np.int64)
+    history[:, 0] = settings.decoder_start_token_id
+    last = history[:, 0].copy()  # every row's last token
     running_scores = np.zeros((batch_size, num_beams), dtype=np.float32)
     running_scores[:, 1:] = _IMPOSSIBLE
     # Finished slots, best first ("beam_scores", "sequences" and "is_sent_finished" in HF). Tokens and lengths
@@ -312,41 +380,41 @@ def beam_search_nbest(
     kept_lengths = np.zeros((batch_size, num_beams), dtype=np.int64)
     can_improve = np.ones(batch_size, dtype=bool)  # HF: is_early_stop_heuristic_unsatisfied
     vocab = 0  # known after the first step
+    generated = 0
 
     while True:
-        generated = history.shape[1]  # tokens generated once this step's token is appended
+        generated += 1  # tokens generated once this step's token is appended (= history columns so far)
 
         # 1-2. Log-softmax, the logits processors, each beam's running score added; of all (beam, token) pairs
         #      the best 2 * num_beams are the candidates (cand_rows: their parent row in `history`).
-        last = np.ascontiguousarray(history[:, -1])
-        bans = fixed_bans(generated, settings)
+        bans = bans_for(generated)
         candidates = None
-        if vocab and is_forced_step(generated, settings):
+        if vocab and generated == forced_length:
             candidates = _forced_candidates(running_scores, settings)  # no decoder step needed
             # (tied running scores: torch.topk's order decides, from a full row of scores; any scores will do)
-            log_probs = log_softmax(np.zeros((len(history), vocab), dtype=np.float32)) if candidates is None else None
+            log_probs = log_softmax(np.zeros((len(last), vocab), dtype=np.float32)) if candidates is None else None
         elif bans is None:
             log_probs = decoder.step(last, 1, logits=False).log_probs
         else:
             step = decoder.step(last, num_candidates + 1 + len(bans), logits=False)
-            candidates = _beam_candidates_from_top(step, _check_vocab(bans, step), running_scores, settings)
+            candidates = _beam_candidates_from_top(step, bans_for.checked(bans, step), running_scores, settings)
             log_probs = step.log_probs
         if log_probs is not None:
             vocab = log_probs.shape[1]
         if candidates is None:
             assert log_probs is not None
-            candidates = _beam_candidates(history, log_probs, running_scores, settings)
+            candidates = _beam_candidates(history[:, :generated], log_probs, running_scores, settings)
         cand_scores, cand_rows, cand_tokens = candidates
 
         # 3. A candidate stops when it ends with eos or reaches max_length.
-        cand_stops = (cand_tokens == settings.eos_token_id) | (generated >= max_generated)
+        cand_stops = np.ones(cand_tokens.shape, dtype=bool) if generated >= max_generated else cand_tokens == eos
 
         # 4. Next running beams: the best num_beams candidates, stopped ones pushed down by -1e9.
         running_candidates = np.where(cand_stops, cand_scores + _IMPOSSIBLE, cand_scores)
         pick = torch_top_k(running_candidates, num_beams)
         running_scores = _take(running_candidates, pick)
         parent_rows = _take(cand_rows, pick).ravel()
-        next_tokens = _take(cand_tokens, pick).ravel()
+        last = _take(cand_tokens, pick).ravel()
 
         # 5. Finished slots: stopped candidates among the first num_beams, score / length ** length_penalty
         #    (length = generated tokens, eos included), merged with the kept ones; keep the best num_beams.
@@ -354,33 +422,36 @@ def beam_search_nbest(
         #    those sentences were already dropped below, so the masks never apply here.)
         just_finished = cand_stops.copy()
         just_finished[:, num_beams:] = False
-        penalised = cand_scores / np.float32(generated**settings.length_penalty)
+        penalised = cand_scores / np.float32(generated**length_penalty)
         penalised = np.where(just_finished, penalised, penalised + _IMPOSSIBLE)
         merged_scores = np.concatenate([kept_scores, penalised], axis=1)
         order = torch_top_k(merged_scores, num_beams)
         kept_scores = _take(merged_scores, order)
         kept_finished = _take(np.concatenate([kept_finished, just_finished], axis=1), order)
-        _store_kept(kept_tokens, kept_lengths, sentence, order, history, cand_rows, cand_tokens)
+        _store_kept(kept_tokens, kept_lengths, sentence, order, history[:, :generated], cand_rows, cand_tokens)
 
         # 6. Extend the running beams' histories.
-        history = np.concatenate([history[parent_rows], next_tokens[:, None]], axis=1)
+        history = history[parent_rows]
+        history[:, generated] = last
 
-        # 7. Early-stop heuristic: can the best running beam still beat the worst finished slot? With
-        #    early_stopping="never" and a positive length penalty HF assumes it could grow to max_length.
-        if settings.early_stopping == "never" and settings.length_penalty > 0.0:
-            best_length = max_generated
-        else:
-            best_length = generated
-        best_possible = running_scores[:, :1] / np.float32(best_length**settings.length_penalty)
+        # 7. Early-stop heuristic: can the best running beam still beat the worst finished slot?
+        best_length = max_generated if never_stops_early else generated
+        best_possible = running_scores[:, :1] / np.float32(best_length**length_penalty)
         worst_kept = np.where(kept_finished, kept_scores.min(axis=1, keepdims=True), _IMPOSSIBLE)
         can_improve &= (best_possible > worst_kept).any(axis=1)
 
         # 8. A sentence is done when it cannot improve, when early_stopping=True and all its slots are
         #    finished, or at max_length; its best slot is the answer.
-        done = ~can_improve | (kept_finished.all(axis=1) & (settings.early_stopping is True))
         if generated >= max_generated:
-            done[:] = True
-        for slot in np.flatnonzero(done):
+            done = np.ones(len(can_improve), dtype=bool)
+        elif stop_when_full:
+            done = ~can_improve | kept_finished.all(axis=1)
+        else:
+            done = ~can_improve
+        if not done.any():
+            decoder.reorder(parent_rows)  # 9. (nothing dropped)
+            continue
+        for slot in done.nonzero()[0].tolist():
             tokens, lengths = kept_tokens[sentence[slot]], kept_lengths[sentence[slot]]
             results[sentence[slot]] = [
                 Hypothesis(tuple(tokens[j, : lengths[j]].tolist()), float(kept_scores[slot, j]))
@@ -393,7 +464,7 @@ def beam_search_nbest(
         keep = np.flatnonzero(~done)
         keep_rows = np.repeat(~done, num_beams)
         decoder.reorder(parent_rows[keep_rows])
-        history = history[keep_rows]
+        history, last = history[keep_rows], last[keep_rows]
         sentence, can_improve, running_scores = sentence[keep], can_improve[keep], running_scores[keep]
         kept_scores, kept_finished = kept_scores[keep], kept_finished[keep]
     return [hypotheses for hypotheses in results if hypotheses is not None]
@@ -412,13 +483,13 @@ def _store_kept(
     of [its kept slots, its candidates]. Only sentences whose slots changed are touched, and only the picked
     candidates' sequences are built (``history`` rows + the candidate token)."""
     num_beams = order.shape[1]
-    changed = np.flatnonzero((order != np.arange(num_beams)).any(axis=1))
+    changed = (order != row_index(num_beams)[:, 0]).any(axis=1).nonzero()[0]
     if not len(changed):
         return
     owners, picks = sentence[changed], order[changed]
     from_kept = np.minimum(picks, num_beams - 1)
-    tokens = np.take_along_axis(kept_tokens[owners], from_kept[:, :, None], axis=1)
-    lengths = _take(kept_lengths[owners], from_kept)
+    tokens = kept_tokens[owners[:, None], from_kept]
+    lengths = kept_lengths[owners[:, None], from_kept]
     slot, j = np.nonzero(picks >= num_beams)
     candidate = picks[slot, j] - num_beams
     generated = history.shape[1]

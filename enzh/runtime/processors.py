@@ -107,7 +107,8 @@ def process_scores(history: np.ndarray, scores: np.ndarray, settings: DecodingSe
 
 def fixed_bans(length: int, settings: DecodingSettings) -> tuple[int, ...] | None:
     """Tokens the processors ban in every row at this step (``length`` = tokens in each row so far), or None
-    when a processor depends on the row's scores or history."""
+    when a processor depends on the row's scores or history. The answer depends on ``length`` only through
+    ``length < settings.min_length`` (the searches compute it once for each side)."""
     if settings.repetition_penalty != 1.0 or settings.no_repeat_ngram_size > 0:
         return None
     banned = []

@@ -20,6 +20,15 @@ _TOP_K_BLOCK = 128
 # ----------------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
+def row_index(rows: int) -> np.ndarray:
+    """``np.arange(rows)[:, None]`` (read-only, shared): the row index of 2-D fancy indexing such as
+    ``values[row_index(len(values)), columns]``, i.e. ``np.take_along_axis(values, columns, axis=1)``."""
+    index = np.arange(rows)[:, None]
+    index.flags.writeable = False
+    return index
+
+
 def torch_top_k(values: np.ndarray, k: int) -> np.ndarray:
     """Column indices of the k largest values of every row, largest first, in ``torch.topk``'s (CPU) order.
 
@@ -58,26 +67,32 @@ def _short_rows_top_k(values: np.ndarray, k: int) -> np.ndarray:
     whose k largest values are distinct and above all others has one answer. torch's algorithms only compare
     values, so a row with ties gets the answer of its pattern of ranks, replayed once per pattern (the usual
     patterns repeat: placeholder scores of -1e9 tie until a sentence has num_beams finished hypotheses)."""
-    order = np.argsort(-values, axis=1, kind="stable")
-    ranked = values[np.arange(len(values))[:, None], order]  # np.take_along_axis without its overhead
-    result = order[:, :k].copy()
+    order = (-values).argsort(axis=1, kind="stable")
+    ranked = values[row_index(len(values)), order]  # np.take_along_axis without its overhead
     last = min(k + 1, values.shape[1])  # the k-th value is compared with the next one
-    tied = np.flatnonzero((ranked[:, 1:last] >= ranked[:, : last - 1]).any(axis=1))
+    tied = (ranked[:, 1:last] >= ranked[:, : last - 1]).any(axis=1).nonzero()[0]
+    result = order[:, :k]
     if len(tied):
-        distinct = np.ones((len(tied), values.shape[1]), dtype=np.int64)
-        distinct[:, 1:] = ranked[tied, 1:] != ranked[tied, :-1]
-        ranks = np.empty_like(distinct)  # 0 = largest, equal values equal ranks
-        np.put_along_axis(ranks, order[tied], np.cumsum(distinct, axis=1) - 1, axis=1)
+        result = result.copy()
+        # The pattern of ranks of a row is given by its stable order and where the sorted values change: both
+        # go into one key, order * 2 + (value differs from the previous one).
+        keys = order[tied] * 2
+        keys[:, 1:] += ranked[tied, 1:] != ranked[tied, :-1]
+        keys[:, 0] += 1
         for i, row in enumerate(tied.tolist()):
-            result[row] = _pattern_top_k(ranks[i].tobytes(), k, _torch_topk_row)
+            result[row] = _pattern_top_k(keys[i].tobytes(), k, _torch_topk_row)
     return result
 
 
-@functools.lru_cache(maxsize=1024)  # keys: at most 4 KB (512 ranks)
-def _pattern_top_k(ranks: bytes, k: int, replay: Callable[[np.ndarray, int], list[int]]) -> tuple[int, ...]:
-    """torch.topk's indices for a row given by its ranks (int64 bytes, 0 = largest), from ``replay`` (part of
-    the cache key, so that a replacement, e.g. in a test, is not answered from the cache)."""
-    return tuple(replay(-np.frombuffer(ranks, dtype=np.int64).astype(np.float64), k))
+@functools.lru_cache(maxsize=1024)  # keys: at most 4 KB (512 entries)
+def _pattern_top_k(key: bytes, k: int, replay: Callable[[np.ndarray, int], list[int]]) -> tuple[int, ...]:
+    """torch.topk's indices for a row given by its pattern of ranks (int64 bytes of order * 2 + starts a new
+    value, see :func:`_short_rows_top_k`), from ``replay`` (part of the cache key, so that a replacement, e.g.
+    in a test, is not answered from the cache)."""
+    encoded = np.frombuffer(key, dtype=np.int64)
+    ranks = np.empty(len(encoded), dtype=np.int64)  # 0 = largest, equal values equal ranks
+    ranks[encoded >> 1] = np.cumsum(encoded & 1) - 1
+    return tuple(replay(-ranks.astype(np.float64), k))
 
 
 def _torch_topk_row(row: np.ndarray, k: int) -> list[int]:
