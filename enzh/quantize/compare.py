@@ -67,7 +67,7 @@ def compare_logits(
         decoders = [m.decoder_for(m.encode(src, mask)) for m in models]
         for t in range(target_len):
             ref, var = (np.asarray(d.step(steps[:, t]).logits) for d in decoders)
-            totals.add(ref, var, models[1].shortlist)
+            totals.add(ref, var, decoders[1].shortlist)  # the variant's global or this batch's shortlist
     return LogitComparison(
         sequences=sequences,
         positions=totals.positions,

@@ -42,6 +42,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,13 @@ import onnx
 
 from enzh.export.graph import WEIGHTS_FILE, half_precision_cache, shared_initializers
 from enzh.export.versions import package_versions
+from enzh.quantize.lexical import Corpus, load_source_shortlist
 from enzh.quantize.rewrite import Rewriter, Rewritten, assemble
 from enzh.quantize.settings import QuantizeSettings
-from enzh.quantize.shortlist import apply_shortlist, scored_ids
+from enzh.quantize.shortlist import apply_shortlist, apply_source_shortlist, scored_ids
 from enzh.quantize.weights import AliasingWeightStore, SourceWeights, VariantWeights
 from enzh.runtime.errors import QuantizeError
+from enzh.runtime.lexical import TABLE_FILE, LexicalTable
 from enzh.runtime.manifest import Manifest, describe_files
 
 TOOL_PACKAGES = ("onnx", "onnxruntime")  # the versions a variant records (quantize needs no torch)
@@ -71,12 +74,15 @@ def quantize(
     embedding: str | None = None,
     cache: str | None = None,
     shortlist_ids: Sequence[int] = (),
+    source_shortlist: str | os.PathLike[str] = "",
+    shortlist_frequent: int | None = None,
+    shortlist_per_source: int | None = None,
     force: bool = False,
     check: bool = True,
 ) -> Manifest:
     """Derive the ``precision`` variant (int8, int4 or fp16) of the fp32 model directory ``src_dir``.
 
-    The settings (``block_size`` ... ``shortlist_ids``): see :class:`QuantizeSettings` (``None`` = the measured
+    The settings (``block_size`` ... ``shortlist_per_source``): see :class:`QuantizeSettings` (``None`` = the measured
     default). With ``check`` the new directory is loaded with ONNX Runtime and one sentence is run through the
     encoder and a decoder step, so a variant the runtime cannot execute fails here.
     """
@@ -88,6 +94,9 @@ def quantize(
         embedding=embedding,
         cache=cache,
         shortlist_ids=shortlist_ids,
+        source_shortlist=source_shortlist,
+        shortlist_frequent=shortlist_frequent,
+        shortlist_per_source=shortlist_per_source,
     )
     src = Path(src_dir)
     out = Path(out_dir)
@@ -103,11 +112,15 @@ def quantize(
     if manifest.has_aligner:
         graphs["aligner"] = _rewrite_aligner(src, manifest, rewriter, store)
     scored = _shortlist(manifest, settings, graphs["decoder"][1], store)
+    source_aware = _source_shortlist(src, settings, graphs["decoder"][1], store)
     built = _write_graphs(src, out, manifest, settings, graphs, store)
     # The runtime maps weights both graphs read once and hands them to both sessions (enzh.runtime.sessions).
     shared = shared_initializers(built["decoder"], built["encoder"], store)
     files = _copy_files(src, out, manifest)
     record = _record(settings, rewriter, manifest, scored)
+    if source_aware is not None:
+        record["source_shortlist"] = source_aware.write(out, store)
+        files.append(TABLE_FILE)
     if manifest.has_aligner:
         record["aligner"] = "rewritten like the decoder, over the decoder's stored weights"
     variant = dataclasses.replace(
@@ -168,6 +181,40 @@ def _shortlist(
     return scored
 
 
+@dataclass
+class _SourceAware:
+    """A source-aware variant's table and the stored names of its full output projection, until written."""
+
+    settings: QuantizeSettings
+    corpus: Corpus
+    table: LexicalTable
+    projection: dict[str, str]
+
+    def write(self, out: Path, store: AliasingWeightStore) -> dict[str, Any]:
+        """Write the table next to the graphs (after weights.bin); returns its manifest record."""
+        (out / TABLE_FILE).write_bytes(self.table.to_bytes())
+        return {
+            "file": TABLE_FILE,
+            "frequent": self.settings.shortlist_frequent,
+            "per_source": self.settings.shortlist_per_source,
+            **self.table.sizes(),
+            "layout": "int32 little-endian: offsets [sources + 1], targets [entries], frequent [frequent_ids]",
+            "corpus": self.corpus.record(),
+            "projection": {key: store.layout(name) for key, name in self.projection.items()},
+        }
+
+
+def _source_shortlist(
+    src: Path, settings: QuantizeSettings, decoder: Rewritten, store: AliasingWeightStore
+) -> _SourceAware | None:
+    """A source-aware variant: its table counted on the corpus, its projection reading per-batch inputs."""
+    if not settings.source_shortlist:
+        return None
+    corpus, table = load_source_shortlist(src, settings)
+    projection = apply_source_shortlist(decoder, store)
+    return _SourceAware(settings, corpus, table, projection)
+
+
 def _write_graphs(
     src: Path,
     out: Path,
@@ -216,6 +263,8 @@ def _record(settings: QuantizeSettings, rewriter: Rewriter, manifest: Manifest, 
         record["scheme"] = "weight-only, symmetric, activations quantized per call"
         record.update(_layout(settings, rewriter))
     record.pop("shortlist_ids", None)  # recorded below, as the ids scored
+    for key in ("source_shortlist", "shortlist_frequent", "shortlist_per_source"):
+        record.pop(key, None)  # a source shortlist's own record (quantize) holds them
     if scored:
         record["shortlist"] = {"size": len(scored), "ids": scored}
     record["rewritten"] = dict(sorted(rewriter.counts.items()))
@@ -259,8 +308,8 @@ def _check_loads(directory: Path, manifest: Manifest) -> None:
     src = np.array([[min(5, ids["pad"] - 1), ids["eos"]]], dtype=np.int64)
     decoder = sessions.decoder_for(sessions.encode(src, np.ones_like(src)))
     logits = decoder.step(np.array([ids["decoder_start"]], dtype=np.int64)).log_probs
-    if sessions.shortlist is not None:
-        logits = logits[:, sessions.shortlist]
+    if decoder.shortlist is not None:
+        logits = logits[:, decoder.shortlist]
     if not np.all(np.isfinite(logits)):
         raise QuantizeError(f"the {manifest.precision} variant in {directory} produces non-finite logits")
     if manifest.has_aligner:
@@ -282,7 +331,7 @@ def export_variant(source: str, out_dir: str | os.PathLike[str], options: Any = 
                 "the fp32 export keeps a float32 cache (its tokens equal transformers'); a float16 cache is for "
                 "variants: add --precision int8 (or int4, fp16)"
             )
-        if settings.get("shortlist_ids"):
+        if settings.get("shortlist_ids") or settings.get("source_shortlist"):
             raise QuantizeError("a shortlist is for int8/int4 variants: add --precision int8 (or int4)")
         return export(source, out, options)
     prepare_out_dir(out, options.force)  # refuse a non-empty OUT_DIR before the (long) export

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from enzh.runtime.errors import QuantizeError
 from enzh.runtime.manifest import CACHES, PRECISIONS
@@ -18,6 +20,10 @@ DEFAULT_EMBEDDING = {"int8": "channels"}
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
 EMBEDDINGS = ("quantized", "channels", "float")
+# Source-aware shortlist: target pieces kept for every batch, and per source piece (measured on the demo model,
+# docs/precision.md "Source-aware shortlist").
+DEFAULT_SHORTLIST_FREQUENT = 100
+DEFAULT_SHORTLIST_PER_SOURCE = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +46,11 @@ class QuantizeSettings:
       projection score only those (plus eos and unk): a smaller matrix in every decoder step, translations
       restricted to those tokens (lossy, opt-in; :func:`enzh.quantize.shortlist.corpus_shortlist` picks the most
       frequent pieces of a target-language corpus).
+    * ``source_shortlist``: empty (default), or a parallel corpus (TSV, English TAB Chinese per line): every
+      batch's decoder scores only the ``shortlist_frequent`` pieces most frequent in its targets, the
+      ``shortlist_per_source`` pieces most associated with each source piece of the batch, eos and unk (lossy,
+      opt-in; int8 with ``embedding="channels"`` only; :mod:`enzh.quantize.lexical`). Not with
+      ``shortlist_ids``.
     """
 
     precision: str
@@ -49,6 +60,9 @@ class QuantizeSettings:
     embedding: str = "quantized"
     cache: str = "float32"
     shortlist_ids: tuple[int, ...] = ()
+    source_shortlist: str = ""
+    shortlist_frequent: int = DEFAULT_SHORTLIST_FREQUENT
+    shortlist_per_source: int = DEFAULT_SHORTLIST_PER_SOURCE
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS or self.precision == "fp32":
@@ -77,6 +91,33 @@ class QuantizeSettings:
             raise QuantizeError(
                 "embedding='channels' is an int8 layout; use 'quantized' or 'float' for other precisions"
             )
+        self._check_source_shortlist()
+
+    def _check_source_shortlist(self) -> None:
+        object.__setattr__(self, "source_shortlist", os.fspath(self.source_shortlist))
+        if self.shortlist_frequent < 0 or self.shortlist_per_source < 1:
+            raise QuantizeError(
+                f"shortlist_frequent must be >= 0 and shortlist_per_source >= 1, got {self.shortlist_frequent} and "
+                f"{self.shortlist_per_source}"
+            )
+        if not self.source_shortlist:
+            return
+        if self.shortlist_ids:
+            raise QuantizeError(
+                "a source shortlist and a global shortlist exclude each other: give either source_shortlist "
+                "(--source-shortlist PAIRS.tsv) or shortlist_ids (--shortlist N), not both"
+            )
+        if self.precision != "int8" or self.embedding != "channels":
+            raise QuantizeError(
+                "a source shortlist needs precision='int8' with embedding='channels' (the int8 default): its output "
+                "projection is a DynamicQuantizeMatMul that reads the batch's columns as an input (MatMulNBits "
+                f"is ~10x slower with a weight that is not a constant); got {self.precision}, "
+                f"embedding={self.embedding!r}"
+            )
+        if not Path(self.source_shortlist).is_file():
+            raise QuantizeError(
+                f"source_shortlist {self.source_shortlist!r} is not a file; give a TSV of English<TAB>Chinese lines"
+            )
 
     @property
     def bits(self) -> int:
@@ -98,6 +139,9 @@ class QuantizeSettings:
         embedding: str | None = None,
         cache: str | None = None,
         shortlist_ids: Sequence[int] = (),
+        source_shortlist: str | os.PathLike[str] = "",
+        shortlist_frequent: int | None = None,
+        shortlist_per_source: int | None = None,
     ) -> QuantizeSettings:
         """Fill the per-precision defaults for every argument left as ``None``."""
         if precision == "int4" and linear_op not in (None, "nbits"):
@@ -110,6 +154,9 @@ class QuantizeSettings:
             embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
             cache=cache or "float32",
             shortlist_ids=tuple(shortlist_ids),
+            source_shortlist=os.fspath(source_shortlist),
+            shortlist_frequent=DEFAULT_SHORTLIST_FREQUENT if shortlist_frequent is None else shortlist_frequent,
+            shortlist_per_source=DEFAULT_SHORTLIST_PER_SOURCE if shortlist_per_source is None else shortlist_per_source,
         )
 
 

@@ -1,7 +1,9 @@
 """Shortlists: a decoder whose output projection scores only some target tokens (lossy, opt-in).
 
 :func:`corpus_shortlist` picks the pieces most frequent in a target-language corpus; :func:`apply_shortlist`
-slices the quantized projection of a rewritten decoder down to those tokens.
+slices the quantized projection of a rewritten decoder down to those tokens. :func:`apply_source_shortlist`
+makes the projection read its weight, scales (and bias) and the scored ids as decoder inputs, bound per batch
+by the runtime (:mod:`enzh.runtime.lexical`; the table comes from :mod:`enzh.quantize.lexical`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from enzh.quantize.rewrite import Rewritten
 from enzh.quantize.weights import AliasingWeightStore
+from enzh.runtime import lexical
 from enzh.runtime.errors import QuantizeError
 from enzh.runtime.manifest import Manifest
 
@@ -87,7 +90,37 @@ def apply_shortlist(decoder: Rewritten, store: AliasingWeightStore, ids: list[in
                 attribute.i = len(ids)
     used = {name for node in decoder.nodes for name in node.input}
     decoder.weights[:] = [name for name in decoder.weights if name in used]
-    _map_top_ids(decoder, index)
+    decoder.constants.append(numpy_helper.from_array(index, "shortlist.ids"))
+    _map_top_ids(decoder, "shortlist.ids", len(index))
+
+
+def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> dict[str, str]:
+    """Make the decoder's ``DynamicQuantizeMatMul`` output projection read its weight ``[d, candidates]``, scales
+    and bias from decoder inputs, and map TopK's positions back through the ``shortlist_ids`` input; returns
+    the stored names of the full projection's tensors (``weight``, ``scales``, ``bias``), which the runtime
+    gathers the candidates' columns from."""
+    projection = next((n for n in decoder.nodes if "logits" in n.output), None)
+    if projection is None or projection.op_type != "DynamicQuantizeMatMul":
+        found = "none" if projection is None else projection.op_type
+        raise QuantizeError(
+            "a source shortlist needs a DynamicQuantizeMatMul output projection (int8 with embedding='channels', "
+            f"the int8 default); this decoder's is {found}"
+        )
+    full = {"weight": projection.input[1], "scales": projection.input[2]}
+    if len(projection.input) > 4 and projection.input[4]:
+        full["bias"] = projection.input[4]
+    d_model = int(store.arrays[full["weight"]].shape[0])
+    types = {"weight": TensorProto.INT8, "scales": TensorProto.FLOAT, "bias": TensorProto.FLOAT}
+    positions = {"weight": 1, "scales": 2, "bias": 4}
+    for key in full:
+        shape: list[int | str] = [d_model, "candidates"] if key == "weight" else ["candidates"]
+        decoder.graph.input.append(helper.make_tensor_value_info(lexical.INPUTS[key], types[key], shape))
+        projection.input[positions[key]] = lexical.INPUTS[key]
+    decoder.graph.input.append(helper.make_tensor_value_info(lexical.IDS_INPUT, TensorProto.INT64, ["candidates"]))
+    used = {name for node in decoder.nodes for name in node.input}
+    decoder.weights[:] = [name for name in decoder.weights if name in used]
+    _map_top_ids(decoder, lexical.IDS_INPUT, "candidates")
+    return full
 
 
 def _slice_input(
@@ -108,17 +141,20 @@ def _slice_input(
     projection.input[position] = new
 
 
-def _map_top_ids(decoder: Rewritten, index: np.ndarray) -> None:
-    """TopK now ranks shortlist positions: a Gather maps them back to vocabulary ids; the score outputs get the
-    shortlist's width."""
+def _map_top_ids(decoder: Rewritten, ids: str, width: int | str) -> None:
+    """TopK now ranks shortlist positions: a Gather of ``ids`` (a constant or an input) maps them back to
+    vocabulary ids; the score outputs get the shortlist's width (a number, or a dimension name)."""
     top_k = next(n for n in decoder.nodes if n.op_type == "TopK")
     top_k.output[1] = "top_ids.shortlist"
-    decoder.constants.append(numpy_helper.from_array(index, "shortlist.ids"))
-    gather = helper.make_node("Gather", ["shortlist.ids", "top_ids.shortlist"], ["top_ids"], name="shortlist_ids")
+    gather = helper.make_node("Gather", [ids, "top_ids.shortlist"], ["top_ids"], name="shortlist_ids")
     decoder.nodes.insert(decoder.nodes.index(top_k) + 1, gather)
     for output in decoder.graph.output:
         if output.name in ("logits", "log_probs"):
-            output.type.tensor_type.shape.dim[1].dim_value = len(index)
+            dim = output.type.tensor_type.shape.dim[1]
+            if isinstance(width, int):
+                dim.dim_value = width
+            else:
+                dim.dim_param = width
 
 
-__all__ = ["apply_shortlist", "corpus_shortlist", "scored_ids"]
+__all__ = ["apply_shortlist", "apply_source_shortlist", "corpus_shortlist", "scored_ids"]

@@ -12,6 +12,7 @@ import numpy as np
 import onnxruntime as ort
 
 from enzh.runtime.decoding import Step
+from enzh.runtime.lexical import Selection, SourceShortlist
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import RuntimeOptions
 
@@ -52,6 +53,7 @@ class EncoderOutput:
 
     cross_bias: np.ndarray
     cross: list[np.ndarray]  # per decoder layer: key, value, key, value, ...
+    selection: Selection | None = None  # source-aware shortlist: the batch's candidates and projection inputs
 
 
 def shared_weights(directory: Path, manifest: Manifest) -> dict[str, np.ndarray]:
@@ -107,12 +109,22 @@ class ModelSessions:
         ids = (manifest.quantization.get("shortlist") or {}).get("ids")
         self.shortlist = np.asarray(ids, dtype=np.int64) if ids else None
         self.scored = self.vocab if self.shortlist is None else len(self.shortlist)
+        # A variant quantized with a source shortlist scores, per batch, the candidates of its source pieces
+        # (enzh.runtime.lexical): chosen by encode(), bound by the batch's decoder, spread back the same way.
+        self.source_shortlist = (
+            SourceShortlist(directory, manifest) if "source_shortlist" in manifest.quantization else None
+        )
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
         self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
 
-    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> EncoderOutput:
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray, *, select: bool = True) -> EncoderOutput:
+        """The encoder's outputs for a padded batch; with a source shortlist (and ``select``) also the batch's
+        candidate tokens and the projection columns its decoder reads."""
         outputs = self.encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
-        return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]))
+        selection = None
+        if self.source_shortlist is not None and select:
+            selection = self.source_shortlist.select(input_ids, attention_mask)
+        return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]), selection=selection)
 
     def decoder_for(self, encoded: EncoderOutput, capacity: int = 64) -> OrtDecoder:
         """A decoder over ``encoded``; ``capacity`` = steps to reserve cache for (grows when exceeded)."""
@@ -140,7 +152,7 @@ class ModelSessions:
         token + target ids) on the padded source batch: the layers and heads of ``manifest.alignment``, row t
         while predicting target token t. Padded source columns are 0; padded target rows are to be ignored."""
         aligner = self.aligner
-        encoded = self.encode(input_ids, attention_mask)
+        encoded = self.encode(input_ids, attention_mask, select=False)
         available = {"cross_bias": encoded.cross_bias, **dict(zip(self._cross_names, encoded.cross, strict=True))}
         feeds = {"input_ids": np.ascontiguousarray(decoder_input_ids, dtype=np.int64)}
         for item in aligner.get_inputs():
@@ -166,10 +178,16 @@ class OrtDecoder:
         self.cross = [np.ascontiguousarray(a) for a in encoded.cross]
         self.rows = int(self.cross_bias.shape[0])
         self._row_sentence = np.arange(self.rows)  # index into the cross arrays of every row
+        # The token ids the projection scores (None: all): the variant's global shortlist or this batch's.
+        self.selection = encoded.selection
+        if self.selection is None and sessions.source_shortlist is not None:
+            raise ValueError("a source-shortlist variant's decoder needs encode()'s selection of candidates")
+        self.shortlist = sessions.shortlist if self.selection is None else self.selection.ids
+        self.scored = sessions.vocab if self.shortlist is None else len(self.shortlist)
         self.position = 0
         self.capacity = max(1, capacity)
         self._cache: list[np.ndarray] = []  # allocated on the first step (a beam search first widens the batch)
-        self._scores = np.empty((2, 0, sessions.scored), dtype=np.float32)
+        self._scores = np.empty((2, 0, self.scored), dtype=np.float32)
         self._spread: list[np.ndarray | None] = [None, None]  # shortlist only: [rows, vocab] logits, log-probs
         self._io = sessions.decoder.io_binding()
         self._cross_bound = False
@@ -181,6 +199,9 @@ class OrtDecoder:
         self._position = np.zeros(1, dtype=np.int64)
         self._top_k = np.ones(1, dtype=np.int64)
         self._top = (np.empty((0, 1), dtype=np.float32), np.empty((0, 1), dtype=np.int64))  # top-k outputs
+        if self.selection is not None:  # bound once: the same columns for every step of this batch
+            for name, array in self.selection.feeds.items():
+                self._bind(name, array)
 
     @property
     def past(self) -> list[np.ndarray]:
@@ -194,7 +215,7 @@ class OrtDecoder:
         for new, old in zip(cache, self._cache, strict=False):
             new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
         self._cache, self.capacity = cache, capacity
-        self._scores = np.empty((2, rows, self.s.scored), dtype=np.float32)
+        self._scores = np.empty((2, rows, self.scored), dtype=np.float32)
         self._spread = [None, None]
         self._ids = np.zeros((rows, 1), dtype=np.int64)
         self._generation += 1
@@ -233,7 +254,7 @@ class OrtDecoder:
             self._bind("log_probs", self._scores[1, :rows], output=True)
             self._bound = (rows, self._generation, logits)
             self._bound_k = 0
-        k = min(max(1, top_k), self.s.scored)  # TopK runs over the scored tokens only
+        k = min(max(1, top_k), self.scored)  # TopK runs over the scored tokens only
         if k != self._bound_k:
             # The top-k outputs are [rows, k]: bound to arrays of that shape, rebound (alone) whenever k changes,
             # e.g. when min_length is reached and eos stops being banned. (Bound arrays, not ONNX Runtime's own
@@ -258,12 +279,12 @@ class OrtDecoder:
         """This step's logits (0) or log-probabilities (1), ``[rows, vocab]``; with a shortlist the scored
         tokens' values are written into a -inf array of the whole vocabulary."""
         scores = self._scores[kind, :rows]
-        if self.s.shortlist is None:
+        if self.shortlist is None:
             return scores
         spread = self._spread[kind]
         if spread is None:
             spread = self._spread[kind] = np.full((len(self._scores[kind]), self.s.vocab), -np.inf, np.float32)
-        spread[:rows, self.s.shortlist] = scores
+        spread[:rows, self.shortlist] = scores
         return spread[:rows]
 
     def _gather_cross(self, keep: np.ndarray) -> None:

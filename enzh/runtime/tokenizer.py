@@ -203,6 +203,12 @@ class MarianTokenizer:
         ranked = sorted(counts, key=lambda token: (-counts[token], token))
         return sorted({self.eos_id, self.unk_id, *ranked[:count]})
 
+    def target_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Target vocabulary ids of target-language sentences, split by target.spm (no eos); a piece the target
+        vocabulary lacks is unk. What the shortlists count (:mod:`enzh.quantize.lexical`)."""
+        pieces = self._sp_target.encode(list(texts), out_type=str)
+        return [[self._target_encoder.get(piece, self.unk_id) for piece in line] for line in pieces]
+
     def token_to_id(self, token: str) -> int | None:
         """Id of ``token`` in vocab.json, or None when it is not there."""
         return self._encoder.get(token)

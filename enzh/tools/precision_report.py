@@ -474,6 +474,9 @@ def notes(results: dict[str, Any]) -> list[str]:
         " cost depends on the corpus and the size: measure it on your test set with `enzh eval --model DIR`."
         " (Counting on a corpus matters: SentencePiece's piece scores rank single characters that it mostly saw"
         " inside longer pieces last, and those are among the commonest Chinese tokens.)",
+        "* **`--source-shortlist PAIRS.tsv`** (opt-in, changes translations): each batch scores only the pieces"
+        " associated with its own source pieces plus the most frequent ones; its quality and speed next to the"
+        " global shortlist's at several sizes: [docs/shortlist.md](shortlist.md).",
     ]
     return out
 

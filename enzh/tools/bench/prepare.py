@@ -77,10 +77,70 @@ def model_size(engine: Engine, directory: Path) -> int:
 # -- one engine's directory ------------------------------------------------------------------------------------
 
 
-def _shortlist_settings(fp32: Path, engine: Engine) -> dict[str, Any]:
+# The source-aware engine's table: this many frequent pieces, and this many per source piece (seeded random ids).
+SOURCE_FREQUENT = 1000
+SOURCE_PER_SOURCE = 20
+
+
+def _source_shortlist_settings(fp32: Path, hf_dir: Path) -> dict[str, Any]:
+    """quantize() keywords for the source-aware engine. The demo model: the table counted on its training
+    corpus (its defaults). Any other model: a seeded random table of the shape of a counted one
+    (:data:`SOURCE_FREQUENT` frequent pieces, :data:`SOURCE_PER_SOURCE` per ordinary source piece), written
+    next to the fp32 export. Random, not counted on the demo corpus: the fixed cases' sources are random ids
+    over the whole vocabulary, almost none of which a demo-corpus table has a row for, so every batch would
+    score only the frequent pieces. With this table a batch scores what a counted table gives a batch of that
+    many distinct pieces (batch 1: ~1,400; batch 16: ~7,800 of 65,001); the quality of counted tables on the
+    trained demo model: docs/precision.md."""
+    import numpy as np
+
+    from enzh.runtime.lexical import LexicalTable
+    from enzh.runtime.manifest import Manifest
+
+    if hf_dir.resolve() == HF_MODEL_DIR.resolve():
+        return {"source_shortlist": _demo_corpus(fp32.parent / "demo-train.tsv")}
+    manifest = Manifest.load(fp32)
+    sources, vocab = (int(manifest.architecture[k]) for k in ("source_vocab_size", "target_vocab_size"))
+    special = manifest.special_ids
+    rng = np.random.default_rng(0)
+    ordinary = np.setdiff1d(np.arange(vocab), [special["pad"], special["eos"], special["unk"]])
+    frequent = np.sort(rng.choice(ordinary, SOURCE_FREQUENT, replace=False))
+    rows = [np.sort(rng.choice(ordinary, SOURCE_PER_SOURCE, replace=False)) for _ in range(sources)]
+    table = LexicalTable(
+        offsets=np.arange(sources + 1) * SOURCE_PER_SOURCE, targets=np.concatenate(rows), frequent=frequent
+    )
+    path = fp32.parent / f"source-shortlist-{SOURCE_FREQUENT}-{SOURCE_PER_SOURCE}.bin"
+    _write_once(path, table.to_bytes)
+    return {"source_shortlist": path}
+
+
+def _demo_corpus(path: Path) -> Path:
+    """The demo model's training pairs as a TSV (enzh.demo.train: its steps x batch size, its corpus seed)."""
+    from enzh.demo.corpus import DEFAULT_TRAIN_SEED, generate_pairs
+    from enzh.demo.train import BATCH_SIZE, DEFAULT_SEED, DEFAULT_STEPS
+
+    def pairs() -> bytes:
+        lines = generate_pairs(DEFAULT_STEPS * BATCH_SIZE, DEFAULT_TRAIN_SEED + DEFAULT_SEED, "train")
+        return "".join(f"{en}\t{zh}\n" for en, zh in lines).encode("utf-8")
+
+    _write_once(path, pairs)
+    return path
+
+
+def _write_once(path: Path, data: Callable[[], bytes]) -> None:
+    """Write ``data()`` to ``path`` unless it exists (through a temporary file: never a partial one)."""
+    if path.is_file():
+        return
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data())
+    tmp.replace(path)
+
+
+def _shortlist_settings(fp32: Path, engine: Engine, hf_dir: Path) -> dict[str, Any]:
     """quantize() keywords for an engine's shortlist: seeded random token ids. The benchmark times it on the
     random-weight shaped model, where only the shortlist's size matters (its quality cost on a trained model:
     docs/precision.md)."""
+    if engine.source_shortlist:
+        return _source_shortlist_settings(fp32, hf_dir)
     if not engine.shortlist:
         return {}
     import numpy as np
@@ -116,6 +176,7 @@ def _quantized(hf_dir: Path, fp32: Path, enzh_root: Path, engine: Engine, extra:
         quantize(fp32, tmp, precision=engine.precision, force=True, **extra)
 
     name = engine.precision + (f"-shortlist{engine.shortlist}" if engine.shortlist else "")
+    name += "-source-shortlist" if engine.source_shortlist else ""
     return build_once(enzh_root / name, do_quantize)
 
 
@@ -141,7 +202,7 @@ def _prepare_engine(engine: Engine, hf_dir: Path, root: Path, fp32: Path | None,
         except ImportError as exc:
             return f"enzh.quantize.pipeline is not available ({exc})"
         try:
-            extra = _shortlist_settings(fp32, engine)
+            extra = _shortlist_settings(fp32, engine, hf_dir)
         except BenchError as exc:
             return str(exc)
         try:

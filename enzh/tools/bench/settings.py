@@ -18,6 +18,7 @@ class Engine:
     kind: str  # enzh | torch | ct2
     precision: str
     shortlist: int = 0  # enzh: quantized with a target-vocabulary shortlist of this many tokens
+    source_shortlist: bool = False  # enzh: quantized with a source-aware shortlist (enzh.tools.bench.prepare)
 
 
 SHORTLIST = 8000
@@ -26,6 +27,7 @@ ENGINES: tuple[Engine, ...] = (
     Engine("enzh-int8", "enzh int8", "enzh", "int8"),
     Engine("enzh-int4", "enzh int4", "enzh", "int4"),
     Engine("enzh-int8-shortlist", f"enzh int8, {SHORTLIST:,}-token shortlist", "enzh", "int8", SHORTLIST),
+    Engine("enzh-int8-source-shortlist", "enzh int8, source-aware shortlist", "enzh", "int8", source_shortlist=True),
     Engine("torch-fp32", "transformers (PyTorch fp32)", "torch", "fp32"),
     Engine("ct2-float32", "CTranslate2 float32", "ct2", "float32"),
     Engine("ct2-int8", "CTranslate2 int8", "ct2", "int8"),

@@ -1,0 +1,180 @@
+"""Source-aware shortlists: each batch's decoder scores the target pieces its source pieces are associated with."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+from enzh import Translator
+from enzh.cli.main import main as cli_main
+from enzh.quantize.lexical import count_table
+from enzh.quantize.pipeline import quantize
+from enzh.runtime.batching import pad_batch
+from enzh.runtime.errors import QuantizeError
+from enzh.runtime.lexical import TABLE_FILE, LexicalTable
+from enzh.runtime.manifest import Manifest
+
+from models import corpus
+
+TEXTS = [[5, 6, 7, 0], [9, 10, 0], [12, 30, 31, 44, 0]]
+
+
+@pytest.fixture(scope="module")
+def pairs_tsv(tmp_path_factory):
+    """A parallel corpus for the tiny model's tokenizers (random lines paired up: only the counting matters)."""
+    en, zh = corpus(7)
+    path = tmp_path_factory.mktemp("pairs") / "pairs.tsv"
+    path.write_text("".join(f"{a}\t{b}\n" for a, b in zip(en, zh, strict=True)), "utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def source_aware(tiny_export, pairs_tsv, tmp_path_factory):
+    """The tiny model's int8 variant with a source shortlist of 6 frequent pieces and 3 per source piece."""
+    out = tmp_path_factory.mktemp("int8-source") / "model"
+    args = ["quantize", str(tiny_export("base")), str(out), "--precision", "int8"]
+    assert cli_main([*args, "--source-shortlist", str(pairs_tsv), "--shortlist-frequent", "6"]) == 0
+    return out
+
+
+def test_count_table():
+    """p(t|s) ranks a source piece's targets; pieces no more likely with s than without it, and the frequent
+    ones, are left out; specials are never counted."""
+    sources = [[3, 4, 0], [3, 0], [4, 5, 0], [5, 0]]
+    targets = [[7, 8, 9], [7, 9], [8, 9, 10], [10, 11, 1]]
+    table = count_table(
+        sources,
+        targets,
+        source_vocab=6,
+        target_vocab=12,
+        skip_sources=(0, 2),
+        skip_targets=(0, 2, 1),
+        frequent=1,
+        per_source=2,
+    )
+    assert table.frequent.tolist() == [9]  # 3 sentences (ties: 8 and 10 twice, 7 twice)
+    rows = [table.targets[a:b].tolist() for a, b in zip(table.offsets[:-1], table.offsets[1:], strict=True)]
+    # 3: with 7 twice (p=1 > 0.5) and 8 once (0.5, not above its prior 0.5); 4: 8 (p=1), then 7 and 10 tie at 0.5
+    # (priors 0.5: not above); 5: 10 (p=1), 11 (0.5 > 0.25), 8 (0.5, prior 0.5: out)
+    assert rows == [[], [], [], [7], [8], [10, 11]]
+    data = table.to_bytes()
+    assert len(data) == 8 + 4 * (3 + 7 + len(table.targets) + 1)
+    sizes = {"sources": 6, "entries": 4, "frequent_ids": 1}
+    assert LexicalTable.from_bytes(data, "t").sizes() == table.sizes() == sizes
+    with pytest.raises(ValueError, match="is not a source shortlist table"):
+        LexicalTable.from_bytes(data[:-4], "t")
+
+
+def test_candidates_and_manifest(source_aware, tiny_export):
+    """The manifest records the table; each batch's candidates are the numpy union of its source pieces' rows,
+    the frequent pieces, eos and unk, never pad; the decoder's projection reads them as inputs."""
+    manifest = Manifest.load(source_aware)
+    info = manifest.quantization["source_shortlist"]
+    assert info["file"] == TABLE_FILE and TABLE_FILE in manifest.files
+    assert (info["frequent"], info["per_source"], info["frequent_ids"], info["corpus"]["pairs"]) == (6, 20, 6, 400)
+    assert info["projection"]["weight"]["dtype"] == "int8" and "shortlist_ids" not in manifest.quantization
+    table = LexicalTable.read(source_aware / TABLE_FILE, info)
+    assert len(table.targets) == info["entries"] > 0
+    decoder = onnx.load(str(source_aware / "decoder.onnx"), load_external_data=False)
+    inputs = {i.name for i in decoder.graph.input}
+    assert {"shortlist_weight", "shortlist_scales", "shortlist_ids"} <= inputs
+    dims = {o.name: [d.dim_value or d.dim_param for d in o.type.tensor_type.shape.dim] for o in decoder.graph.output}
+    assert dims["logits"] == ["rows", "candidates"]
+
+    translator = Translator.load(source_aware)
+    special = manifest.special_ids
+    ids, mask = pad_batch(TEXTS, special["pad"])
+    selection = translator.sessions.encode(ids, mask).selection
+    assert selection is not None
+    expected = {int(t) for t in table.frequent} | {special["eos"], special["unk"]}
+    for source in {int(s) for s in ids[mask != 0]}:
+        expected |= {int(t) for t in table.targets[table.offsets[source] : table.offsets[source + 1]]}
+    expected.discard(special["pad"])
+    assert selection.ids.tolist() == sorted(expected)
+    assert len(selection.ids) < translator.sessions.vocab - 1
+    assert selection.feeds["shortlist_weight"].shape[1] == len(selection.ids)
+
+
+def test_same_tokens_as_a_global_shortlist_of_the_batch(source_aware, tiny_export, tmp_path):
+    """Greedy, beam and n-best search of a source-aware variant give exactly the tokens (and scores) of the same
+    int8 variant with a global shortlist of that batch's candidates."""
+    translator = Translator.load(source_aware)
+    ids, mask = pad_batch(TEXTS, translator.manifest.special_ids["pad"])
+    selection = translator.sessions.encode(ids, mask).selection
+    assert selection is not None
+    fixed = tmp_path / "global"
+    quantize(tiny_export("base"), fixed, precision="int8", shortlist_ids=selection.ids.tolist())
+    reference = Translator.load(fixed)
+    for beams in (1, 4):
+        got = translator.generate_ids(TEXTS, beam_size=beams, max_new_tokens=8)
+        want = reference.generate_ids(TEXTS, beam_size=beams, max_new_tokens=8)
+        assert [h.token_ids for h in got] == [h.token_ids for h in want]
+        assert [h.score for h in got] == [h.score for h in want]
+        assert all(set(h.token_ids) <= set(selection.ids.tolist()) for h in got)
+    got_n = translator.generate_nbest_ids(TEXTS, num_return_sequences=3, beam_size=4, max_new_tokens=6)
+    want_n = reference.generate_nbest_ids(TEXTS, num_return_sequences=3, beam_size=4, max_new_tokens=6)
+    assert [[h.token_ids for h in hs] for hs in got_n] == [[h.token_ids for h in hs] for hs in want_n]
+    # One batch at a time: a sentence alone gets its own (smaller) candidate set.
+    alone = translator.sessions.encode(np.array([TEXTS[1]]), np.ones((1, 3), dtype=np.int64)).selection
+    assert alone is not None and set(alone.ids.tolist()) < set(selection.ids.tolist())
+
+
+def test_table_file_given(source_aware, tiny_export, tmp_path):
+    """A table file (another variant's shortlist.bin) is used as it is, recorded by its hash."""
+    given = source_aware / TABLE_FILE
+    out = quantize(tiny_export("base"), tmp_path / "again", precision="int8", source_shortlist=given)
+    assert (tmp_path / "again" / TABLE_FILE).read_bytes() == given.read_bytes()
+    assert out.quantization["source_shortlist"]["corpus"]["given"] == "table file"
+    small = LexicalTable(offsets=np.array([0, 1, 1, 1]), targets=np.array([5]), frequent=np.array([3]))
+    (tmp_path / "small.bin").write_bytes(small.to_bytes())
+    with pytest.raises(QuantizeError, match="does not fit this model"):
+        quantize(tiny_export("base"), tmp_path / "other", precision="int8", source_shortlist=tmp_path / "small.bin")
+
+
+def test_bad_options(tiny_export, pairs_tsv, tmp_path, capsys):
+    src = tiny_export("base")
+    with pytest.raises(QuantizeError, match="exclude each other"):
+        quantize(src, tmp_path / "a", precision="int8", source_shortlist=pairs_tsv, shortlist_ids=[5])
+    with pytest.raises(QuantizeError, match="needs precision='int8' with embedding='channels'"):
+        quantize(src, tmp_path / "b", precision="int4", source_shortlist=pairs_tsv)
+    with pytest.raises(QuantizeError, match="is not a file"):
+        quantize(src, tmp_path / "c", precision="int8", source_shortlist=tmp_path / "missing.tsv")
+    with pytest.raises(QuantizeError, match="shortlist_per_source >= 1"):
+        quantize(src, tmp_path / "d", precision="int8", source_shortlist=pairs_tsv, shortlist_per_source=0)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("one\ttwo\n\nthree\tfour\tfive\n", "utf-8")
+    with pytest.raises(QuantizeError, match="line 3 has 3 TAB-separated fields"):
+        quantize(src, tmp_path / "e", precision="int8", source_shortlist=bad)
+    corpus_args = ["--shortlist", "5", "--shortlist-corpus", str(pairs_tsv)]
+    args = ["quantize", str(src), str(tmp_path / "z"), "--precision", "int8"]
+    assert cli_main([*args, *corpus_args, "--source-shortlist", str(pairs_tsv)]) == 2
+    assert "--shortlist and --source-shortlist exclude each other" in capsys.readouterr().err
+    assert cli_main([*args, "--shortlist-frequent", "50"]) == 2
+    assert "tune --source-shortlist PAIRS.tsv; add it" in capsys.readouterr().err
+
+
+def test_runtime_needs_no_onnx():
+    """The runtime side (table, candidates, sessions) imports numpy and onnxruntime only."""
+    code = (
+        "import sys, enzh.runtime.lexical, enzh.runtime.sessions\n"
+        "bad = [m for m in ('onnx', 'torch', 'transformers') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_compare_logits_measures_a_source_aware_variant(source_aware, tiny_export, tmp_path):
+    """Differences are taken over each batch's scored tokens (the unscored ones are -inf in the variant): the
+    int8 error of the same columns, about that of the plain int8 variant."""
+    from enzh.quantize.compare import compare_logits
+
+    plain = tmp_path / "int8"
+    quantize(tiny_export("base"), plain, precision="int8")
+    result = compare_logits(tiny_export("base"), source_aware, sequences=20, batch_size=5)
+    int8 = compare_logits(tiny_export("base"), plain, sequences=20, batch_size=5)
+    assert result.positions == int8.positions == 20 * 12
+    assert np.isfinite(result.max_abs_diff) and 0.5 * int8.mean_abs_diff < result.mean_abs_diff < 2 * int8.mean_abs_diff
