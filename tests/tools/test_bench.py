@@ -218,3 +218,44 @@ def test_rounds_pool_the_timed_runs():
     assert merged["peak_rss_mib"] == 70.0 and merged["load_s"] == 2.0 and merged["outputs"] == [[2]]
     failed = merge_rounds("c", "e", [rounds[0], {"status": "error", "error": "LengthError: ..."}])
     assert failed == {"case": "c", "engine": "e", "status": "error", "error": "LengthError: ..."}
+
+
+def _cell(case: str, engine: str, median: float) -> dict:
+    return {"case": case, "engine": engine, "status": "ok", "median_ms": median, "min_ms": median, "max_ms": median}
+
+
+def test_targets_of_both_issues_are_judged_on_their_models():
+    from enzh.tools.bench.targets import evaluate_targets
+
+    cases = [
+        {"id": f"{group}-{cell}", "group": group, "label": cell}
+        for group in ("fixed", "natural")
+        for cell in ("b1-greedy", "b16-greedy")
+    ]
+    results = [
+        _cell("natural-b1-greedy", "enzh-fp32", 9.0),
+        _cell("natural-b1-greedy", "ct2-float32", 10.0),
+        _cell("natural-b16-greedy", "enzh-fp32", 12.0),
+        _cell("natural-b16-greedy", "ct2-float32", 10.0),
+        _cell("fixed-b16-greedy", "enzh-int8-source-shortlist", 105.0),
+        _cell("fixed-b16-greedy", "enzh-int8-shortlist", 100.0),
+        _cell("fixed-b16-greedy", "enzh-int8", 60.0),
+        _cell("fixed-b16-greedy", "ct2-int8", 100.0),
+    ]
+    report = {
+        "models": {"fixed": {"name": "opus-mt-en-zh-shaped"}, "natural": {"name": "demo"}},
+        "cases": cases,
+        "results": results,
+        "engines": [],
+    }
+    got = {(t["target"], t["cell"]): (round(t["value"], 2), t["met"], t["issues"]) for t in evaluate_targets(report)}
+    natural = "fp32 ≤ 1.0× CTranslate2 float32, natural length"
+    assert got == {
+        (natural, "b1-greedy"): (0.9, True, "#15"),
+        (natural, "b16-greedy"): (1.2, False, "#15"),
+        ("source-aware shortlist ≤ 1.1× the 8,000-token one", "b16-greedy"): (1.05, True, "#15"),
+        ("int8 ≤ 0.5× CTranslate2 int8", "b16-greedy"): (0.6, False, "#6, #15"),
+    }
+    # Natural cells measured on another model are not the demo model's targets.
+    report["models"]["natural"]["name"] = "another"
+    assert all("natural" not in t["target"] for t in evaluate_targets(report))
