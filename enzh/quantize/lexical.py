@@ -6,7 +6,7 @@ highest p(t|s) = c(s, t) / c(s) among those positively associated with it (p(t|s
 sentences holding t: pieces that only come along because they are everywhere are left to the frequent list),
 ties broken by the smaller id. The ``frequent`` pieces most frequent in the targets are kept for every batch
 (and left out of the per-source entries, which would repeat them). The runtime side is
-:mod:`enzh.runtime.lexical`; docs/precision.md measures the choices.
+:mod:`enzh.runtime.lexical`; docs/shortlist.md measures the choices.
 
 ``source_shortlist`` may also name a table file (``LexicalTable.to_bytes``, e.g. the ``shortlist.bin`` of
 another variant, or one built from other data such as the model's own translations): it is then used as it is.

@@ -21,7 +21,7 @@ BLOCK_SIZES = (16, 32, 64, 128, 256)
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
 EMBEDDINGS = ("quantized", "channels", "float")
 # Source-aware shortlist: target pieces kept for every batch, and per source piece (measured on the demo model,
-# docs/precision.md "Source-aware shortlist").
+# docs/shortlist.md).
 DEFAULT_SHORTLIST_FREQUENT = 100
 DEFAULT_SHORTLIST_PER_SOURCE = 20
 

@@ -1,7 +1,7 @@
 """Quality of shortlisted int8 variants of the demo model: global and source-aware, at several sizes.
 
-``python -m enzh.tools.shortlist_report [--beam-size N ...]`` prints the markdown table of docs/precision.md's
-"Source-aware shortlist" section: for each variant the per-batch scored tokens (as ``Translator.translate``
+``python -m enzh.tools.shortlist_report [--beam-size N ...]`` prints the markdown table of docs/shortlist.md's
+"Quality on the demo model" section: for each variant the per-batch scored tokens (as ``Translator.translate``
 batches the test set), exact match and chrF on the demo's held-out test set, and the share of translations
 identical to the int8 variant's. The tables are counted on the demo's training corpus (enzh.demo.train's
 pairs). Needs the ``[demo]`` extra (sacrebleu) and onnx. ``--kernels`` times the output projection with a

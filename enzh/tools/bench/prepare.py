@@ -90,7 +90,7 @@ def _source_shortlist_settings(fp32: Path, hf_dir: Path) -> dict[str, Any]:
     over the whole vocabulary, almost none of which a demo-corpus table has a row for, so every batch would
     score only the frequent pieces. With this table a batch scores what a counted table gives a batch of that
     many distinct pieces (batch 1: ~1,400; batch 16: ~7,800 of 65,001); the quality of counted tables on the
-    trained demo model: docs/precision.md."""
+    trained demo model: docs/shortlist.md."""
     import numpy as np
 
     from enzh.runtime.lexical import LexicalTable
