@@ -18,6 +18,7 @@ import numpy as np
 
 from enzh.export.samples import random_source_batches
 from enzh.runtime.batching import pad_batch
+from enzh.runtime.errors import ExportError
 from enzh.runtime.manifest import Manifest
 from enzh.runtime.options import RuntimeOptions
 from enzh.runtime.sessions import ModelSessions
@@ -295,6 +296,13 @@ def validate_directory(
 ) -> ValidationReport:
     from enzh.export.source import load_model, resolve_source
 
+    precision = Manifest.load(Path(directory)).precision
+    if precision != "fp32":
+        raise ExportError(
+            f"{directory} is an {precision} variant: validate checks an fp32 export against PyTorch to float32 "
+            f"tolerance, which an {precision} variant is not meant to meet. Validate the fp32 directory it was "
+            f"derived from, and measure the variant's quality with `enzh eval --model {directory}`"
+        )
     local, _, _ = resolve_source(source)
     model = load_model(local)
     numerics = check_numerics(Path(directory), model, atol=atol)

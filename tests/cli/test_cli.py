@@ -38,6 +38,13 @@ def test_export_translate_validate(tiny_source, tmp_path):
     assert report.returncode == 0, report.stdout + report.stderr
     assert "greedy, batched" in report.stdout and "RESULT: ok" in report.stdout
 
+    # A quantized variant is not held to float32 tolerance: a one-line error with the remedy, not a FAIL report.
+    int8 = tmp_path / "int8"
+    assert run("quantize", str(out), str(int8), "--precision", "int8").returncode == 0
+    report = run("validate", str(int8), "--source", str(tiny_source("base")))
+    assert report.returncode == 2 and report.stdout == ""
+    assert f"{int8} is an int8 variant" in report.stderr and f"enzh eval --model {int8}" in report.stderr
+
 
 def test_errors_exit_2_with_a_message(tmp_path):
     result = run("translate", "--model", str(tmp_path), "hi")
