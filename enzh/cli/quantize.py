@@ -8,6 +8,7 @@ from typing import Any
 from enzh.cli.common import add_precision_flags, positive_int, quantize_settings
 from enzh.quantize.settings import DEFAULT_SHORTLIST_FREQUENT as FREQUENT
 from enzh.quantize.settings import DEFAULT_SHORTLIST_PER_SOURCE as PER_SOURCE
+from enzh.quantize.settings import SOURCE_SHORTLIST_CORPORA
 from enzh.runtime.errors import OptionsError
 
 
@@ -37,6 +38,13 @@ def add_parser(sub: Any) -> None:
         "frequent ones, eos and unk; faster, changes translations (not with --shortlist)",
     )
     p.add_argument(
+        "--source-shortlist-corpus",
+        choices=SOURCE_SHORTLIST_CORPORA,
+        default="pairs",
+        help="what the --source-shortlist file holds: English<TAB>Chinese pairs (default), or English sentences, one "
+        "per line, that the model translates (greedy) into the pairs, for when no parallel corpus is at hand",
+    )
+    p.add_argument(
         "--shortlist-frequent",
         type=int,
         metavar="F",
@@ -63,12 +71,17 @@ def run(args: argparse.Namespace) -> int:
             "--shortlist and --source-shortlist exclude each other: choose the global shortlist (--shortlist N "
             "--shortlist-corpus FILE) or the source-aware one (--source-shortlist PAIRS.tsv)"
         )
-    if not args.source_shortlist and (args.shortlist_frequent is not None or args.shortlist_per_source is not None):
-        raise OptionsError("--shortlist-frequent and --shortlist-per-source tune --source-shortlist PAIRS.tsv; add it")
+    tuned = args.shortlist_frequent is not None or args.shortlist_per_source is not None
+    if not args.source_shortlist and (tuned or args.source_shortlist_corpus != "pairs"):
+        raise OptionsError(
+            "--shortlist-frequent, --shortlist-per-source and --source-shortlist-corpus tune --source-shortlist "
+            "FILE; add it"
+        )
     if args.source_shortlist:
         settings["source_shortlist"] = args.source_shortlist
         settings["shortlist_frequent"] = args.shortlist_frequent
         settings["shortlist_per_source"] = args.shortlist_per_source
+        settings["source_shortlist_corpus"] = args.source_shortlist_corpus
     if args.shortlist:
         with open(args.shortlist_corpus, encoding="utf-8") as corpus:
             lines = [line.rstrip("\n").split("\t")[-1] for line in corpus]

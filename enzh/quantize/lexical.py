@@ -9,7 +9,8 @@ ties broken by the smaller id. The ``frequent`` pieces most frequent in the targ
 :mod:`enzh.runtime.lexical`; docs/shortlist.md measures the choices.
 
 ``source_shortlist`` may also name a table file (``LexicalTable.to_bytes``, e.g. the ``shortlist.bin`` of
-another variant, or one built from other data such as the model's own translations): it is then used as it is.
+another variant): it is then used as it is. With ``source_shortlist_corpus="english"`` it holds English sentences
+alone, and the pairs are those sentences with the model's own greedy translations (:func:`translated_corpus`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +67,7 @@ def load_source_shortlist(model_dir: str | os.PathLike[str], settings: QuantizeS
                 f"{arch['source_vocab_size']} source and {vocab} target tokens); build it for this model"
             )
         return Corpus(path.name, hashlib.sha256(data).hexdigest(), [], table_file=True), table
-    corpus = read_pairs(path)
+    corpus = read_pairs(path) if settings.source_shortlist_corpus == "pairs" else translated_corpus(model_dir, path)
     table = lexical_table(
         model_dir, corpus.pairs, frequent=settings.shortlist_frequent, per_source=settings.shortlist_per_source
     )
@@ -92,6 +94,35 @@ def read_pairs(path: str | os.PathLike[str]) -> Corpus:
     if not pairs:
         raise QuantizeError(f"{file} holds no sentence pairs; give a TSV of English<TAB>Chinese lines")
     return Corpus(name=file.name, sha256=hashlib.sha256(data).hexdigest(), pairs=pairs)
+
+
+def translated_corpus(model_dir: str | os.PathLike[str], path: str | os.PathLike[str], chunk: int = 256) -> Corpus:
+    """Pairs from English sentences alone (one per line, blank lines skipped): each with the model's own greedy
+    translation, for a table when no parallel corpus is at hand. The table then follows what the model already
+    writes, so the shortlist changes its translations less than a table from other people's translations."""
+    from tqdm import tqdm
+
+    from enzh.runtime.translator import Translator
+
+    file = Path(path)
+    if not file.is_file():
+        raise QuantizeError(f"source shortlist corpus {file} does not exist; give English sentences, one per line")
+    data = file.read_bytes()
+    english = [line.strip() for line in data.decode("utf-8").splitlines() if line.strip()]
+    if not english:
+        raise QuantizeError(f"{file} holds no English sentences; give one per line")
+    translator = Translator.load(model_dir)
+    chinese: list[str] = []
+    bar = tqdm(
+        total=len(english), desc="translating", unit=" sentences", file=sys.stderr, delay=1.0, dynamic_ncols=True
+    )
+    with bar:
+        for start in range(0, len(english), chunk):
+            part = english[start : start + chunk]
+            chinese += translator.translate(part, beam_size=1)
+            bar.update(len(part))
+    name = f"{file.name} (English, translated by the model, greedy)"
+    return Corpus(name=name, sha256=hashlib.sha256(data).hexdigest(), pairs=list(zip(english, chinese, strict=True)))
 
 
 @dataclass(frozen=True)

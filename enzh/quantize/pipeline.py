@@ -77,14 +77,15 @@ def quantize(
     source_shortlist: str | os.PathLike[str] = "",
     shortlist_frequent: int | None = None,
     shortlist_per_source: int | None = None,
+    source_shortlist_corpus: str = "pairs",
     force: bool = False,
     check: bool = True,
 ) -> Manifest:
     """Derive the ``precision`` variant (int8, int4 or fp16) of the fp32 model directory ``src_dir``.
 
-    The settings (``block_size`` ... ``shortlist_per_source``): see :class:`QuantizeSettings` (``None`` = the measured
-    default). With ``check`` the new directory is loaded with ONNX Runtime and one sentence is run through the
-    encoder and a decoder step, so a variant the runtime cannot execute fails here.
+    The settings (``block_size`` ... ``source_shortlist_corpus``): see :class:`QuantizeSettings` (``None`` = the
+    measured default). With ``check`` the new directory is loaded with ONNX Runtime and one sentence is run through
+    the encoder and a decoder step, so a variant the runtime cannot execute fails here.
     """
     settings = QuantizeSettings.make(
         precision,
@@ -97,6 +98,7 @@ def quantize(
         source_shortlist=source_shortlist,
         shortlist_frequent=shortlist_frequent,
         shortlist_per_source=shortlist_per_source,
+        source_shortlist_corpus=source_shortlist_corpus,
     )
     src = Path(src_dir)
     out = Path(out_dir)
@@ -263,7 +265,7 @@ def _record(settings: QuantizeSettings, rewriter: Rewriter, manifest: Manifest, 
         record["scheme"] = "weight-only, symmetric, activations quantized per call"
         record.update(_layout(settings, rewriter))
     record.pop("shortlist_ids", None)  # recorded below, as the ids scored
-    for key in ("source_shortlist", "shortlist_frequent", "shortlist_per_source"):
+    for key in ("source_shortlist", "shortlist_frequent", "shortlist_per_source", "source_shortlist_corpus"):
         record.pop(key, None)  # a source shortlist's own record (quantize) holds them
     if scored:
         record["shortlist"] = {"size": len(scored), "ids": scored}

@@ -24,6 +24,8 @@ EMBEDDINGS = ("quantized", "channels", "float")
 # docs/shortlist.md).
 DEFAULT_SHORTLIST_FREQUENT = 100
 DEFAULT_SHORTLIST_PER_SOURCE = 20
+# What the source_shortlist file holds: English<TAB>Chinese pairs, or English sentences the model translates.
+SOURCE_SHORTLIST_CORPORA = ("pairs", "english")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +52,8 @@ class QuantizeSettings:
       batch's decoder scores only the ``shortlist_frequent`` pieces most frequent in its targets, the
       ``shortlist_per_source`` pieces most associated with each source piece of the batch, eos and unk (lossy,
       opt-in; int8 with ``embedding="channels"`` only; :mod:`enzh.quantize.lexical`). Not with
-      ``shortlist_ids``.
+      ``shortlist_ids``. ``source_shortlist_corpus="english"``: the file holds English sentences, one per line,
+      and the pairs are those sentences with the fp32 model's own (greedy) translations.
     """
 
     precision: str
@@ -63,6 +66,7 @@ class QuantizeSettings:
     source_shortlist: str = ""
     shortlist_frequent: int = DEFAULT_SHORTLIST_FREQUENT
     shortlist_per_source: int = DEFAULT_SHORTLIST_PER_SOURCE
+    source_shortlist_corpus: str = "pairs"
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS or self.precision == "fp32":
@@ -99,6 +103,11 @@ class QuantizeSettings:
             raise QuantizeError(
                 f"shortlist_frequent must be >= 0 and shortlist_per_source >= 1, got {self.shortlist_frequent} and "
                 f"{self.shortlist_per_source}"
+            )
+        if self.source_shortlist_corpus not in SOURCE_SHORTLIST_CORPORA:
+            raise QuantizeError(
+                f"source_shortlist_corpus must be one of {', '.join(SOURCE_SHORTLIST_CORPORA)} (English<TAB>Chinese "
+                f"pairs, or English sentences the model translates), got {self.source_shortlist_corpus!r}"
             )
         if not self.source_shortlist:
             return
@@ -142,6 +151,7 @@ class QuantizeSettings:
         source_shortlist: str | os.PathLike[str] = "",
         shortlist_frequent: int | None = None,
         shortlist_per_source: int | None = None,
+        source_shortlist_corpus: str = "pairs",
     ) -> QuantizeSettings:
         """Fill the per-precision defaults for every argument left as ``None``."""
         if precision == "int4" and linear_op not in (None, "nbits"):
@@ -157,6 +167,7 @@ class QuantizeSettings:
             source_shortlist=os.fspath(source_shortlist),
             shortlist_frequent=DEFAULT_SHORTLIST_FREQUENT if shortlist_frequent is None else shortlist_frequent,
             shortlist_per_source=DEFAULT_SHORTLIST_PER_SOURCE if shortlist_per_source is None else shortlist_per_source,
+            source_shortlist_corpus=source_shortlist_corpus,
         )
 
 

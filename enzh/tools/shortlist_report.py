@@ -20,6 +20,9 @@ import numpy as np
 
 GLOBAL_SIZES = (600, 800, 990)
 SOURCE_SIZES = ((0, 10), (50, 10), (50, 20), (100, 20), (200, 20), (100, 50))
+# The table from English alone (`--source-shortlist-corpus english`) against the same English with its
+# reference translations: the first this many training pairs, at the default F and K.
+MONOLINGUAL = 20_000
 
 
 def _training_pairs() -> list[tuple[str, str]]:
@@ -47,7 +50,31 @@ def _variants(fp32: Path, root: Path, pairs: list[tuple[str, str]]) -> list[tupl
         (root / f"{name}.bin").write_bytes(tokenized.table(frequent=frequent, per_source=per_source).to_bytes())
         quantize(fp32, root / name, precision="int8", source_shortlist=root / f"{name}.bin")
         out.append((f"int8, source-aware F={frequent} K={per_source}", root / name))
-    return out
+    return [*out, *_monolingual_variants(fp32, root, pairs[:MONOLINGUAL])]
+
+
+def _monolingual_variants(fp32: Path, root: Path, pairs: list[tuple[str, str]]) -> list[tuple[str, Path]]:
+    """The default table counted on ``pairs``, and on their English side translated by the model itself."""
+    from enzh.quantize.pipeline import quantize
+
+    (root / "subset.tsv").write_text("".join(f"{en}\t{zh}\n" for en, zh in pairs), "utf-8")
+    (root / "subset.en").write_text("".join(f"{en}\n" for en, _ in pairs), "utf-8")
+    quantize(fp32, root / "subset-pairs", precision="int8", source_shortlist=root / "subset.tsv")
+    quantize(
+        fp32,
+        root / "subset-own",
+        precision="int8",
+        source_shortlist=root / "subset.en",
+        source_shortlist_corpus="english",
+    )
+    size = f"{len(pairs):,}"
+    return [
+        (f"int8, source-aware F=100 K=20, {size} training pairs", root / "subset-pairs"),
+        (
+            f"int8, source-aware F=100 K=20, the same {size} English sentences translated by the model",
+            root / "subset-own",
+        ),
+    ]
 
 
 def _measure(label: str, directory: Path, pairs: list[tuple[str, str]], beams: Sequence[int]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 
 from enzh import Translator
 from enzh.cli.main import main as cli_main
-from enzh.quantize.lexical import count_table
+from enzh.quantize.lexical import count_table, lexical_table
 from enzh.quantize.pipeline import quantize
 from enzh.runtime.batching import pad_batch
 from enzh.runtime.errors import QuantizeError
@@ -154,7 +154,33 @@ def test_bad_options(tiny_export, pairs_tsv, tmp_path, capsys):
     assert cli_main([*args, *corpus_args, "--source-shortlist", str(pairs_tsv)]) == 2
     assert "--shortlist and --source-shortlist exclude each other" in capsys.readouterr().err
     assert cli_main([*args, "--shortlist-frequent", "50"]) == 2
-    assert "tune --source-shortlist PAIRS.tsv; add it" in capsys.readouterr().err
+    assert "tune --source-shortlist FILE; add it" in capsys.readouterr().err
+    assert cli_main([*args, "--source-shortlist-corpus", "english"]) == 2
+    assert "tune --source-shortlist FILE; add it" in capsys.readouterr().err
+    with pytest.raises(QuantizeError, match="source_shortlist_corpus must be one of pairs, english"):
+        quantize(src, tmp_path / "f", precision="int8", source_shortlist=pairs_tsv, source_shortlist_corpus="zh")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", "utf-8")
+    with pytest.raises(QuantizeError, match="holds no English sentences"):
+        quantize(src, tmp_path / "g", precision="int8", source_shortlist=empty, source_shortlist_corpus="english")
+
+
+def test_table_from_the_models_own_translations(tiny_export, pairs_tsv, tmp_path):
+    """English alone: the pairs are the sentences with the fp32 model's greedy translations, counted as any pairs."""
+    src = tiny_export("base")
+    english = [line.split("\t")[0] for line in pairs_tsv.read_text("utf-8").splitlines()][:40]
+    path = tmp_path / "english.txt"
+    path.write_text("\n".join(english) + "\n", "utf-8")
+    out = tmp_path / "model"
+    args = ["quantize", str(src), str(out), "--precision", "int8", "--source-shortlist", str(path)]
+    assert cli_main([*args, "--source-shortlist-corpus", "english", "--shortlist-frequent", "6"]) == 0
+    record = Manifest.load(out).quantization["source_shortlist"]
+    assert record["corpus"]["name"] == "english.txt (English, translated by the model, greedy)"
+    assert record["corpus"]["pairs"] == 40
+    pairs = list(zip(english, Translator.load(src).translate(english, beam_size=1), strict=True))
+    want = lexical_table(src, pairs, frequent=6, per_source=20)
+    got = LexicalTable.from_bytes((out / TABLE_FILE).read_bytes(), "table")
+    assert [a.tolist() for a in got.arrays()] == [a.tolist() for a in want.arrays()]
 
 
 def test_runtime_needs_no_onnx():
