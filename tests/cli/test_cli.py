@@ -62,6 +62,20 @@ def test_cli_flags_match_translate_options():
     assert set(TranslateOptions.__dataclass_fields__) <= flags
 
 
+def test_quantize_has_a_flag_per_setting():
+    """`enzh quantize` is a thin layer over QuantizeSettings: a flag per field, except the ones named here."""
+    from enzh.quantize.settings import QuantizeSettings
+
+    parser = build_parser()
+    quantize = next(a for a in parser._subparsers._actions if a.dest == "command").choices["quantize"]  # type: ignore[union-attr]
+    flags = {a.dest for a in quantize._actions}
+    # shortlist_ids: counted from --shortlist N --shortlist-corpus FILE; linear_op and embedding: Python API only
+    # (the layouts docs/precision.md compares; the defaults are the measured best).
+    indirect = {"shortlist_ids", "linear_op", "embedding"}
+    assert set(QuantizeSettings.__dataclass_fields__) - indirect <= flags
+    assert {"shortlist", "shortlist_corpus"} <= flags
+
+
 @pytest.mark.parametrize("module", ["torch", "transformers"])
 def test_runtime_never_imports_heavy_frameworks(tiny_export, module):
     code = (
