@@ -53,12 +53,23 @@ class DecodingSettings:
         require(all(len(seq) > 0 for seq in self.bad_words_ids), "bad_words_ids must not contain empty sequences")
 
 
+# A small model's decoder step is a few hundred microseconds between two search steps in Python: with few rows,
+# waking a second ONNX Runtime thread for each of its small matrix products costs more than it saves, and from
+# about 64 rows on it pays (docs/profile.md, "Threads"). Below SMALL_MODEL_PARAMETERS, steps of at most
+# SERIAL_DECODER_ROWS rows therefore run in a second, one-thread decoder session by default.
+SMALL_MODEL_PARAMETERS = 20_000_000
+SERIAL_DECODER_ROWS = 16
+
+
 @dataclass(frozen=True, kw_only=True)
 class RuntimeOptions:
     """How ONNX Runtime sessions are created for a model directory."""
 
     intra_op_threads: int = 0
     inter_op_threads: int = 1
+    # Decoder steps of at most this many rows run on one thread (0: never); None: SERIAL_DECODER_ROWS for models
+    # under SMALL_MODEL_PARAMETERS, else 0. Costs a second decoder session (its own packed weights).
+    serial_decoder_rows: int | None = None
     # ONNX Runtime's worker threads busy-wait for the next operator by default. Off here: measured faster for
     # batch-1 decoding on the 2-core benchmark machine, where the Python search runs between decoder steps.
     spin_threads: bool = False
@@ -73,10 +84,23 @@ class RuntimeOptions:
             f"intra_op_threads must be >= 0 (0 = all cores), got {self.intra_op_threads}",
         )
         require(self.inter_op_threads >= 1, f"inter_op_threads must be >= 1, got {self.inter_op_threads}")
+        require(
+            self.serial_decoder_rows is None or self.serial_decoder_rows >= 0,
+            f"serial_decoder_rows must be None (automatic), 0 (never) or a row count, got {self.serial_decoder_rows}",
+        )
         require(len(self.providers) > 0, "providers must name at least one ONNX Runtime execution provider")
         require(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
         require(self.max_batch_size >= 1, f"max_batch_size must be >= 1, got {self.max_batch_size}")
         object.__setattr__(self, "providers", tuple(self.providers))
+
+    def serial_rows_for(self, parameters: int) -> int:
+        """Decoder steps of at most this many rows use the one-thread session (0: none) for a model of
+        ``parameters`` weights; 0 when every session runs on one thread anyway."""
+        if self.intra_op_threads == 1:
+            return 0
+        if self.serial_decoder_rows is not None:
+            return self.serial_decoder_rows
+        return SERIAL_DECODER_ROWS if 0 < parameters < SMALL_MODEL_PARAMETERS else 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import mmap
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +86,12 @@ class ModelSessions:
         self._shared_values = values
         self.encoder = _create(directory / manifest.graphs["encoder"], options, values)
         self.decoder = _create(directory / manifest.graphs["decoder"], options, values)
+        # Small models: steps of few rows run in a one-thread session of the same graph (RuntimeOptions).
+        self.serial_rows = options.serial_rows_for(int(manifest.architecture.get("parameters", 0)))
+        self.decoder_serial = None
+        if self.serial_rows:
+            serial = replace(options, intra_op_threads=1)
+            self.decoder_serial = _create(directory / manifest.graphs["decoder"], serial, values)
         self._aligner: ort.InferenceSession | None = None
         self._aligner_lock = threading.Lock()
         # Weight pre-packing read every page of the mapping while building its packed copy; drop those pages
@@ -116,6 +122,11 @@ class ModelSessions:
         )
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
         self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
+
+    @property
+    def decoder_sessions(self) -> list[ort.InferenceSession]:
+        """The decoder's sessions: the main one, and the one-thread one for few rows when the model has it."""
+        return [self.decoder] if self.decoder_serial is None else [self.decoder, self.decoder_serial]
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray, *, select: bool = True) -> EncoderOutput:
         """The encoder's outputs for a padded batch; with a source shortlist (and ``select``) also the batch's
@@ -189,7 +200,8 @@ class OrtDecoder:
         self._cache: list[np.ndarray] = []  # allocated on the first step (a beam search first widens the batch)
         self._scores = np.empty((2, 0, self.scored), dtype=np.float32)
         self._spread: list[np.ndarray | None] = [None, None]  # shortlist only: [rows, vocab] logits, log-probs
-        self._io = sessions.decoder.io_binding()
+        self._session: ort.InferenceSession | None = None  # the session of the current row count (_use)
+        self._ios: dict[int, ort.IOBinding] = {}
         self._cross_bound = False
         self._owns_cross = False  # the cross arrays are the encoder's until the first reorder copies them
         self._bound: tuple[int, int, bool] | None = None  # (rows, buffer generation, logits) of the binding
@@ -199,9 +211,6 @@ class OrtDecoder:
         self._position = np.zeros(1, dtype=np.int64)
         self._top_k = np.ones(1, dtype=np.int64)
         self._top = (np.empty((0, 1), dtype=np.float32), np.empty((0, 1), dtype=np.int64))  # top-k outputs
-        if self.selection is not None:  # bound once: the same columns for every step of this batch
-            for name, array in self.selection.feeds.items():
-                self._bind(name, array)
 
     @property
     def past(self) -> list[np.ndarray]:
@@ -220,6 +229,17 @@ class OrtDecoder:
         self._ids = np.zeros((rows, 1), dtype=np.int64)
         self._generation += 1
 
+    def _use(self, rows: int) -> ort.InferenceSession:
+        """The session for a step of ``rows`` rows (the one-thread one for few rows, when the model has it); on a
+        change, its own I/O binding, bound from scratch at this step."""
+        serial = self.s.decoder_serial
+        session = serial if serial is not None and rows <= self.s.serial_rows else self.s.decoder
+        if session is not self._session:
+            self._session = session
+            self._io = self._ios.setdefault(id(session), session.io_binding())
+            self._cross_bound, self._bound, self._bound_k = False, None, 0
+        return session
+
     def _bind(self, name: str, array: np.ndarray, output: bool = False) -> None:
         bind = self._io.bind_output if output else self._io.bind_input
         bind(name, "cpu", 0, array.dtype.type, list(array.shape), array.ctypes.data)
@@ -235,11 +255,15 @@ class OrtDecoder:
             self._allocate(
                 max(rows, len(self._cache[0]) if self._cache else 0), max(self.capacity, 2 * self.position, 1)
             )
+        session = self._use(rows)
         io = self._io
         if not self._cross_bound:
             self._bind("cross_bias", self.cross_bias)
             for name, array in zip(self.s._cross_names, self.cross, strict=True):
                 self._bind(name, array)
+            if self.selection is not None:  # the same columns for every step of this batch
+                for name, array in self.selection.feeds.items():
+                    self._bind(name, array)
             self._cross_bound = True
         if self._bound != (rows, self._generation, logits):
             # (Re)bind what lives in preallocated buffers; later steps only write into them.
@@ -266,7 +290,7 @@ class OrtDecoder:
         self._ids[:rows, 0] = tokens
         self._position[0] = self.position
         self._top_k[0] = k
-        self.s.decoder.run_with_iobinding(io)
+        session.run_with_iobinding(io)
         self.position += 1
         return Step(
             logits=self._scores_of(0, rows) if logits else None,

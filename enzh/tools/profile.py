@@ -61,7 +61,7 @@ def profile_cell(model: Path, batch: int, beams: int, threads: int, repeats: int
     sources = [(*(int(x) for x in rng.integers(10, high, SOURCE_TOKENS - 1)), 0) for _ in range(batch)]
     # Python-side time: everything outside the two sessions' run calls.
     run_seconds = [0.0]
-    for session in (translator.sessions.encoder, translator.sessions.decoder):
+    for session in (translator.sessions.encoder, *translator.sessions.decoder_sessions):
         for name in ("run", "run_with_iobinding"):
             inner = getattr(session, name)
 
@@ -82,8 +82,11 @@ def profile_cell(model: Path, batch: int, beams: int, threads: int, repeats: int
     total = (time.perf_counter() - start) / repeats
     python_ms = (total - run_seconds[0] / repeats) * 1e3
     result: dict[str, Any] = {"batch": batch, "beams": beams, "call_ms": total * 1e3, "python_ms": python_ms}
-    for key, session in (("decoder", translator.sessions.decoder), ("encoder", translator.sessions.encoder)):
-        events = json.loads(Path(session.end_profiling()).read_text())
+    for key, sessions in (
+        ("decoder", translator.sessions.decoder_sessions),
+        ("encoder", [translator.sessions.encoder]),
+    ):
+        events = [event for session in sessions for event in json.loads(Path(session.end_profiling()).read_text())]
         runs = [e for e in events if e.get("cat") == "Session" and e["name"] == "model_run"]  # warm-up included
         per_op: collections.Counter[str] = collections.Counter()
         for event in events:

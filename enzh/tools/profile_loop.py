@@ -113,7 +113,8 @@ def time_cell(model: Path, batch: int, beams: int, threads: int, repeats: int) -
     timers = _Timers()
     sessions = translator.sessions
     sessions.encoder.run = timers.wrap("encoder", sessions.encoder.run)
-    sessions.decoder.run_with_iobinding = timers.wrap("decoder", sessions.decoder.run_with_iobinding)
+    for session in sessions.decoder_sessions:  # both, when a small model runs steps of few rows on one thread
+        session.run_with_iobinding = timers.wrap("decoder", session.run_with_iobinding)
     best: dict[str, float] = {}
     with (
         _patched(OrtDecoder, "step", timers.wrap("step", OrtDecoder.step)),
@@ -150,7 +151,11 @@ def count_nodes(model: Path, batch: int, beams: int, threads: int) -> float:
     try:
         translator = _load(model, threads, prefix)
         _calls(translator, natural_sources(translator), batch, beams)()
-        events = json.loads(Path(translator.sessions.decoder.end_profiling()).read_text())
+        events = [
+            event
+            for session in translator.sessions.decoder_sessions
+            for event in json.loads(Path(session.end_profiling()).read_text())
+        ]
         runs = sum(1 for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
         nodes = sum(1 for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"))
         return nodes / max(1, runs)
