@@ -148,10 +148,11 @@ def render(model: Path, results: list[dict[str, Any]]) -> list[str]:
 
 LEGEND = [
     "What the operators are: `DynamicQuantizeMatMul` = the int8 linear layers (36 per step) and, in the int8 "
-    "variant, the output projection onto the 65,001-token vocabulary; `MatMul` = fp32 linear layers, or the "
-    "cross-attention products in quantized variants; `Gemm` = the fp32 output projection; `MatMulNBits` = 4-/8-bit "
-    "block-quantized matrices; `GroupQueryAttention` = self-attention over the in-place cache; "
-    "`LogSoftmax`/`TopK` = the log-probabilities and the best candidates per row.",
+    "variant, the output projection onto the 65,001-token vocabulary; `Gemm` = the fp32 linear layers and output "
+    "projection (MatMul + bias fused by ONNX Runtime); `MatMulNBits` = 4-/8-bit block-quantized matrices; "
+    "`GroupQueryAttention` = self-attention over the in-place cache; `MultiHeadAttention` = cross-attention over "
+    "the encoder's keys/values; `Gather` = the int8 embedding lookup; `LogSoftmax`/`TopK` = the log-probabilities "
+    "and the best candidates per row.",
     "",
 ]
 
