@@ -155,14 +155,7 @@ def tokenize_pairs(model_dir: str | os.PathLike[str], pairs: Sequence[tuple[str,
 
     directory = Path(model_dir)
     manifest = Manifest.load(directory)
-    tok = manifest.tokenizer
-    tokenizer = MarianTokenizer.from_dir(
-        directory,
-        source_spm=tok["source_spm"],
-        target_spm=tok["target_spm"],
-        vocab=tok["vocab"],
-        target_vocab=tok.get("target_vocab"),
-    )
+    tokenizer = MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
     special, arch = manifest.special_ids, manifest.architecture
     return Tokenized(
         sources=tokenizer.encode_batch([en for en, _ in pairs]),

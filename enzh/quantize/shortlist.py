@@ -39,14 +39,7 @@ def corpus_shortlist(model_dir: str | os.PathLike[str], texts: Iterable[str], si
     from enzh.runtime.tokenizer import MarianTokenizer
 
     directory = Path(model_dir)
-    tok = Manifest.load(directory).tokenizer
-    tokenizer = MarianTokenizer.from_dir(
-        directory,
-        source_spm=tok["source_spm"],
-        target_spm=tok["target_spm"],
-        vocab=tok["vocab"],
-        target_vocab=tok.get("target_vocab"),
-    )
+    tokenizer = MarianTokenizer.from_model_dir(directory, Manifest.load(directory).tokenizer)
     ids = tokenizer.frequent_target_ids(texts, size)
     if len(ids) < size + 2:
         logger.warning("the corpus holds only %d distinct target pieces; the shortlist keeps all of them", len(ids) - 2)

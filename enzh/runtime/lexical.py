@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from enzh.runtime.errors import ModelDirError
-from enzh.runtime.manifest import Manifest
+from enzh.runtime.manifest import Manifest, map_stored
 
 TABLE_FILE = "shortlist.bin"
 TABLE_DTYPE = np.dtype("<i4")
@@ -116,7 +116,7 @@ class SourceShortlist:
     def __init__(self, directory: Path, manifest: Manifest) -> None:
         info = manifest.quantization["source_shortlist"]
         self.table = LexicalTable.read(directory / info["file"], info)
-        self.projection = {key: _memmap(directory, layout) for key, layout in info["projection"].items()}
+        self.projection = {key: map_stored(directory, layout) for key, layout in info["projection"].items()}
         special = manifest.special_ids
         self.always = np.array(sorted({special["eos"], special["unk"]}), dtype=np.int64)
         self.pad = int(special["pad"])
@@ -128,17 +128,6 @@ class SourceShortlist:
         feeds = {INPUTS[key]: np.take(array, ids, axis=TOKEN_AXES[key]) for key, array in self.projection.items()}
         feeds[IDS_INPUT] = ids
         return Selection(ids=ids, feeds=feeds)
-
-
-def _memmap(directory: Path, layout: dict[str, Any]) -> np.ndarray:
-    array: np.ndarray = np.memmap(
-        directory / layout["file"],
-        dtype=np.dtype(layout["dtype"]),
-        mode="r",
-        offset=int(layout["offset"]),
-        shape=tuple(layout["shape"]),
-    )
-    return array
 
 
 __all__ = ["MAGIC", "TABLE_FILE", "LexicalTable", "Selection", "SourceShortlist"]

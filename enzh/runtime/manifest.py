@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from enzh.runtime.errors import ModelDirError
 
 MANIFEST = "manifest.json"
@@ -129,3 +131,16 @@ def describe_files(directory: Path, names: list[str]) -> dict[str, dict[str, Any
     return {
         name: {"size": (directory / name).stat().st_size, "sha256": sha256_file(directory / name)} for name in names
     }
+
+
+def map_stored(directory: Path, layout: dict[str, Any]) -> np.ndarray:
+    """Memory-map (read-only) one tensor stored in a model directory from its layout record (``file``, ``dtype``,
+    ``offset``, ``shape``): the records of ``shared_initializers`` and of a source shortlist's projection."""
+    array: np.ndarray = np.memmap(
+        directory / layout["file"],
+        dtype=np.dtype(layout["dtype"]),
+        mode="r",
+        offset=int(layout["offset"]),
+        shape=tuple(layout["shape"]),
+    )
+    return array

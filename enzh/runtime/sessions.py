@@ -13,7 +13,7 @@ import onnxruntime as ort
 
 from enzh.runtime.decoding import Step
 from enzh.runtime.lexical import Selection, SourceShortlist
-from enzh.runtime.manifest import Manifest, ModelDirError
+from enzh.runtime.manifest import Manifest, ModelDirError, map_stored
 from enzh.runtime.options import RuntimeOptions
 
 logger = logging.getLogger("enzh")
@@ -60,16 +60,7 @@ def shared_weights(directory: Path, manifest: Manifest) -> dict[str, np.ndarray]
     """Memory-map the weights named in manifest.shared_initializers from the external-data file."""
     if not manifest.shared_initializers:
         return {}
-    result: dict[str, np.ndarray] = {}
-    for name, info in manifest.shared_initializers.items():
-        result[name] = np.memmap(
-            directory / info["file"],
-            dtype=np.dtype(info["dtype"]),
-            mode="r",
-            offset=int(info["offset"]),
-            shape=tuple(info["shape"]),
-        )
-    return result
+    return {name: map_stored(directory, info) for name, info in manifest.shared_initializers.items()}
 
 
 class ModelSessions:

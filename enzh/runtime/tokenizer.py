@@ -148,6 +148,18 @@ class MarianTokenizer:
     # ------------------------------------------------------------------ construction
 
     @classmethod
+    def from_model_dir(cls, path: str | os.PathLike[str], files: dict[str, str]) -> MarianTokenizer:
+        """The tokenizer of an exported model directory, named by its manifest's ``tokenizer`` record
+        (``target_vocab`` only for models with separate vocabularies)."""
+        return cls.from_dir(
+            path,
+            source_spm=files["source_spm"],
+            target_spm=files["target_spm"],
+            vocab=files["vocab"],
+            target_vocab=files.get("target_vocab"),
+        )
+
+    @classmethod
     def from_dir(
         cls,
         path: str | os.PathLike[str],

@@ -81,14 +81,7 @@ class Translator:
         self.manifest = manifest
         self.options = options
         self.adapter = MarianAdapter.from_manifest(manifest)
-        tok = manifest.tokenizer
-        self.tokenizer = MarianTokenizer.from_dir(
-            directory,
-            source_spm=tok["source_spm"],
-            target_spm=tok["target_spm"],
-            vocab=tok["vocab"],
-            target_vocab=tok.get("target_vocab"),  # separate vocabularies only
-        )
+        self.tokenizer = MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
         self.sessions = ModelSessions(directory, manifest, options)
 
     @classmethod

@@ -27,17 +27,19 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-MS_DOMAIN = "com.microsoft"
+from enzh.export.graph import MS_DOMAIN
+
 ROWS = (1, 16, 64)
 THREADS = (1, 2)
 SOURCE_LEN = 20
 POSITION = 20  # tokens already in the self-attention cache
 
 
-def _session(
+def single_op_session(
     nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], inits: list[TensorProto], threads: int
 ) -> ort.InferenceSession:
-    """A session over the last node's outputs (all of them: GroupQueryAttention's present_* are bound too)."""
+    """A CPU session of ``nodes`` over the last node's outputs (all of them: GroupQueryAttention's present_*
+    are bound too), with ``threads`` intra-op threads."""
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in nodes[-1].output]
     graph = helper.make_graph(nodes, "probe", inputs, outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS_DOMAIN, 1)])
@@ -77,7 +79,7 @@ def _layer_norm(kind: str, d: int, threads: int) -> Callable[[int], Callable[[],
             helper.make_node("Add", ["x", "y"], ["s"]),
             helper.make_node("LayerNormalization", ["s", "g", "b"], ["o"], axis=-1),
         ]
-    session = _session(nodes, [_f32("x", ["R", d]), _f32("y", ["R", d])], inits, threads)
+    session = single_op_session(nodes, [_f32("x", ["R", d]), _f32("y", ["R", d])], inits, threads)
 
     def at(rows: int) -> Callable[[], object]:
         feeds = {name: np.random.default_rng(0).random((rows, d), dtype=np.float32) for name in ("x", "y")}
@@ -119,7 +121,7 @@ def _cross_attention(kind: str, d: int, heads: int, threads: int) -> Callable[[i
             ]
         inputs = [_f32("q", ["R", d]), _f32("k", key_shape), _f32("v", ["B", heads, "S", dh])]
         inputs.append(_f32("bias", ["B", 1, 1, "S"]))
-        session = _session(nodes, inputs, inits, threads)
+        session = single_op_session(nodes, inputs, inits, threads)
         rng = np.random.default_rng(0)
         shape = (rows, heads, SOURCE_LEN, dh) if kind == "mha" else (rows, heads, dh, SOURCE_LEN)
         feeds = {
@@ -148,7 +150,7 @@ def _self_attention(d: int, heads: int, threads: int) -> Callable[[int], Callabl
         helper.make_tensor_value_info("seqlens", TensorProto.INT32, ["R"]),
         helper.make_tensor_value_info("total", TensorProto.INT32, []),
     ]
-    session = _session([node], inputs, [], threads)
+    session = single_op_session([node], inputs, [], threads)
 
     def at(rows: int) -> Callable[[], object]:
         cache = [np.zeros((rows, heads, capacity, dh), np.float32) for _ in range(2)]
@@ -178,7 +180,7 @@ def _linear_chain(d: int, ffn: int, layers: int, threads: int) -> Callable[[int]
         inits.append(numpy_helper.from_array(np.zeros(n, np.float32), f"b{i}"))
         nodes.append(helper.make_node("Gemm", [x, f"w{i}", f"b{i}"], [f"h{i}"]))
         x = f"h{i}"
-    session = _session(nodes, [_f32("x", ["R", d])], inits, threads)
+    session = single_op_session(nodes, [_f32("x", ["R", d])], inits, threads)
 
     def at(rows: int) -> Callable[[], object]:
         feeds = {"x": rng.standard_normal((rows, d)).astype(np.float32)}

@@ -137,20 +137,21 @@ def _projection_ms(op: str, columns: int, constant: bool, rows: int, d_model: in
     8-bit MatMulNBits (``nbits``), ONNX Runtime, 1 thread."""
     import time
 
-    import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
+
+    from enzh.tools.kernel_probe import MS_DOMAIN, single_op_session
 
     rng = np.random.default_rng(0)
     if op == "dq":
         weight = rng.integers(-127, 128, (d_model, columns), dtype=np.int8)
         scales = np.full(columns, 0.01, np.float32)
-        node = helper.make_node("DynamicQuantizeMatMul", ["h", "w", "s"], ["y"], domain="com.microsoft")
+        node = helper.make_node("DynamicQuantizeMatMul", ["h", "w", "s"], ["y"], domain=MS_DOMAIN)
         w_type, w_shape, s_shape = TensorProto.INT8, [d_model, columns], [columns]
     else:
         weight = rng.integers(0, 256, (columns, d_model // 128, 128), dtype=np.uint8)
         scales = np.full((columns, d_model // 128), 0.01, np.float32)
         attrs: dict[str, Any] = {"K": d_model, "N": columns, "bits": 8, "block_size": 128, "accuracy_level": 4}
-        node = helper.make_node("MatMulNBits", ["h", "w", "s"], ["y"], domain="com.microsoft", **attrs)
+        node = helper.make_node("MatMulNBits", ["h", "w", "s"], ["y"], domain=MS_DOMAIN, **attrs)
         w_type, w_shape, s_shape = TensorProto.UINT8, list(weight.shape), list(scales.shape)
     inputs = [helper.make_tensor_value_info("h", TensorProto.FLOAT, [rows, d_model])]
     feeds: dict[str, np.ndarray] = {"h": rng.standard_normal((rows, d_model)).astype(np.float32)}
@@ -161,13 +162,7 @@ def _projection_ms(op: str, columns: int, constant: bool, rows: int, d_model: in
         inputs += [helper.make_tensor_value_info("w", w_type, w_shape)]
         inputs += [helper.make_tensor_value_info("s", TensorProto.FLOAT, s_shape)]
         feeds.update(w=weight, s=scales)
-    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, columns])
-    graph = helper.make_graph([node], "projection", inputs, [output], initializer=initializers)
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=9)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = single_op_session([node], inputs, initializers, threads=1)
     session.run(None, feeds)
     times = []
     for _ in range(runs):
