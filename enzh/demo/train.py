@@ -188,6 +188,14 @@ def default_threads() -> int:
 
 
 # One function, top to bottom: the recipe (data, tokenizers, model, schedule, checkpoint) is easier to audit whole.
+def training_pairs(
+    *, seed: int = DEFAULT_SEED, steps: int = DEFAULT_STEPS, batch_size: int = BATCH_SIZE
+) -> list[tuple[str, str]]:
+    """The (English, Chinese) pairs :func:`train_demo` trains on with these settings (the shipped demo model's
+    with the defaults): ``steps x batch_size`` pairs of corpus seed ``DEFAULT_TRAIN_SEED + seed``."""
+    return generate_pairs(steps * batch_size, DEFAULT_TRAIN_SEED + seed, "train")
+
+
 def train_demo(
     out_dir: str | Path,
     *,
@@ -221,7 +229,7 @@ def train_demo(
 
     n_pairs = steps * batch_size
     say(f"generating {n_pairs:,} training pairs (corpus seed {DEFAULT_TRAIN_SEED + seed})")
-    pairs = generate_pairs(n_pairs, DEFAULT_TRAIN_SEED + seed, "train")
+    pairs = training_pairs(seed=seed, steps=steps, batch_size=batch_size)
     src, tgt = encode_pairs(out, pairs)
     del pairs
     batches = _batches(src, tgt, batch_size, random.Random(seed))

@@ -25,13 +25,6 @@ SOURCE_SIZES = ((0, 10), (50, 10), (50, 20), (100, 20), (200, 20), (100, 50))
 MONOLINGUAL = 20_000
 
 
-def _training_pairs() -> list[tuple[str, str]]:
-    from enzh.demo.corpus import DEFAULT_TRAIN_SEED, generate_pairs
-    from enzh.demo.train import BATCH_SIZE, DEFAULT_SEED, DEFAULT_STEPS
-
-    return generate_pairs(DEFAULT_STEPS * BATCH_SIZE, DEFAULT_TRAIN_SEED + DEFAULT_SEED, "train")
-
-
 def _variants(fp32: Path, root: Path, pairs: list[tuple[str, str]]) -> list[tuple[str, Path]]:
     """(label, directory) of every variant: int8, global shortlists, source-aware ones (tables counted once)."""
     from enzh.quantize.lexical import tokenize_pairs
@@ -104,11 +97,12 @@ def _measure(label: str, directory: Path, pairs: list[tuple[str, str]], beams: S
 
 
 def report(beams: Sequence[int] = (1, 4)) -> str:
+    from enzh.demo.train import training_pairs
     from enzh.runtime.default_model import DEMO_DIR
     from enzh.tools.evaluate import load_pairs
 
     pairs = load_pairs(None)
-    training = _training_pairs()
+    training = training_pairs()
     with tempfile.TemporaryDirectory(prefix="enzh-shortlist-") as tmp:
         rows = [_measure(label, d, pairs, beams) for label, d in _variants(DEMO_DIR, Path(tmp), training)]
     fp32 = _measure("fp32", DEMO_DIR, pairs, beams)

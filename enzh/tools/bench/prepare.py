@@ -115,12 +115,10 @@ def _source_shortlist_settings(fp32: Path, hf_dir: Path) -> dict[str, Any]:
 
 def _demo_corpus(path: Path) -> Path:
     """The demo model's training pairs as a TSV (enzh.demo.train: its steps x batch size, its corpus seed)."""
-    from enzh.demo.corpus import DEFAULT_TRAIN_SEED, generate_pairs
-    from enzh.demo.train import BATCH_SIZE, DEFAULT_SEED, DEFAULT_STEPS
+    from enzh.demo.train import training_pairs
 
     def pairs() -> bytes:
-        lines = generate_pairs(DEFAULT_STEPS * BATCH_SIZE, DEFAULT_TRAIN_SEED + DEFAULT_SEED, "train")
-        return "".join(f"{en}\t{zh}\n" for en, zh in lines).encode("utf-8")
+        return "".join(f"{en}\t{zh}\n" for en, zh in training_pairs()).encode("utf-8")
 
     _write_once(path, pairs)
     return path
