@@ -129,24 +129,15 @@ def translated_corpus(model_dir: str | os.PathLike[str], path: str | os.PathLike
 class Tokenized:
     """A parallel corpus split by a model's tokenizer, with what :func:`count_table` needs to know of the model."""
 
-    sources: list[list[int]]
-    targets: list[list[int]]
+    sources: Sequence[Sequence[int]]
+    targets: Sequence[Sequence[int]]
     source_vocab: int
     target_vocab: int
     skip_sources: tuple[int, ...]
     skip_targets: tuple[int, ...]
 
     def table(self, *, frequent: int, per_source: int) -> LexicalTable:
-        return count_table(
-            self.sources,
-            self.targets,
-            source_vocab=self.source_vocab,
-            target_vocab=self.target_vocab,
-            skip_sources=self.skip_sources,
-            skip_targets=self.skip_targets,
-            frequent=frequent,
-            per_source=per_source,
-        )
+        return count_table(self, frequent=frequent, per_source=per_source)
 
 
 def tokenize_pairs(model_dir: str | os.PathLike[str], pairs: Sequence[tuple[str, str]]) -> Tokenized:
@@ -174,32 +165,21 @@ def lexical_table(
     return tokenize_pairs(model_dir, pairs).table(frequent=frequent, per_source=per_source)
 
 
-def count_table(
-    sources: Sequence[Sequence[int]],
-    targets: Sequence[Sequence[int]],
-    *,
-    source_vocab: int,
-    target_vocab: int,
-    skip_sources: Sequence[int],
-    skip_targets: Sequence[int],
-    frequent: int,
-    per_source: int,
-) -> LexicalTable:
+def count_table(corpus: Tokenized, *, frequent: int, per_source: int) -> LexicalTable:
     """The table of tokenized sentence pairs (see the module docstring for what is kept)."""
+    source_vocab, target_vocab = corpus.source_vocab, corpus.target_vocab
     token_counts = np.zeros(target_vocab, dtype=np.int64)
-    for line in targets:
+    for line in corpus.targets:
         np.add.at(token_counts, np.asarray(line, dtype=np.int64), 1)
-    token_counts[list(skip_targets)] = 0
+    token_counts[list(corpus.skip_targets)] = 0
     ranked = np.lexsort((np.arange(target_vocab), -token_counts))
     top = ranked[: min(frequent, int(np.count_nonzero(token_counts)))]
     kept = np.sort(top).astype(np.int32)
 
-    pair_keys, pair_counts, source_counts, target_counts = _cooccurrences(
-        sources, targets, source_vocab, target_vocab, skip_sources, skip_targets
-    )
+    pair_keys, pair_counts, source_counts, target_counts = _cooccurrences(corpus)
     s, t = pair_keys // target_vocab, pair_keys % target_vocab
     p_given = pair_counts / source_counts[s]
-    prior = target_counts[t] / max(1, len(sources))
+    prior = target_counts[t] / max(1, len(corpus.sources))
     useful = (p_given > prior) & ~np.isin(t, kept)
     s, t, p_given = s[useful], t[useful], p_given[useful]
     order = np.lexsort((t, -p_given, s))  # by source, best first, smaller id on ties
@@ -213,22 +193,16 @@ def count_table(
     return LexicalTable(offsets=offsets, targets=t[by_id].astype(np.int32), frequent=kept)
 
 
-def _cooccurrences(
-    sources: Sequence[Sequence[int]],
-    targets: Sequence[Sequence[int]],
-    source_vocab: int,
-    target_vocab: int,
-    skip_sources: Sequence[int],
-    skip_targets: Sequence[int],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _cooccurrences(corpus: Tokenized) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(keys s * target_vocab + t, their sentence counts, sentences per source piece, per target piece)."""
+    sources, targets, target_vocab = corpus.sources, corpus.targets, corpus.target_vocab
     if len(sources) != len(targets):
         raise QuantizeError(f"{len(sources)} source sentences but {len(targets)} target sentences")
-    source_counts = np.zeros(source_vocab, dtype=np.int64)
+    source_counts = np.zeros(corpus.source_vocab, dtype=np.int64)
     target_counts = np.zeros(target_vocab, dtype=np.int64)
     keys: list[np.ndarray] = []
     counts: list[np.ndarray] = []
-    skip_s, skip_t = np.asarray(skip_sources), np.asarray(skip_targets)
+    skip_s, skip_t = np.asarray(corpus.skip_sources), np.asarray(corpus.skip_targets)
     for begin in range(0, len(sources), CHUNK):
         chunk: list[np.ndarray] = []
         for src, tgt in zip(sources[begin : begin + CHUNK], targets[begin : begin + CHUNK], strict=True):

@@ -11,7 +11,7 @@ import pytest
 
 from enzh import Translator
 from enzh.cli.main import main as cli_main
-from enzh.quantize.lexical import count_table, lexical_table
+from enzh.quantize.lexical import Tokenized, count_table, lexical_table
 from enzh.quantize.pipeline import quantize
 from enzh.runtime.batching import pad_batch
 from enzh.runtime.errors import QuantizeError
@@ -46,16 +46,8 @@ def test_count_table():
     ones, are left out; specials are never counted."""
     sources = [[3, 4, 0], [3, 0], [4, 5, 0], [5, 0]]
     targets = [[7, 8, 9], [7, 9], [8, 9, 10], [10, 11, 1]]
-    table = count_table(
-        sources,
-        targets,
-        source_vocab=6,
-        target_vocab=12,
-        skip_sources=(0, 2),
-        skip_targets=(0, 2, 1),
-        frequent=1,
-        per_source=2,
-    )
+    corpus = Tokenized(sources, targets, source_vocab=6, target_vocab=12, skip_sources=(0, 2), skip_targets=(0, 2, 1))
+    table = count_table(corpus, frequent=1, per_source=2)
     assert table.frequent.tolist() == [9]  # 3 sentences (ties: 8 and 10 twice, 7 twice)
     rows = [table.targets[a:b].tolist() for a, b in zip(table.offsets[:-1], table.offsets[1:], strict=True)]
     # 3: with 7 twice (p=1 > 0.5) and 8 once (0.5, not above its prior 0.5); 4: 8 (p=1), then 7 and 10 tie at 0.5
