@@ -10,8 +10,9 @@ both graphs, tokenizer files, ``manifest.json`` with the precision, the settings
   ``com.microsoft.MatMulNBits`` (4-bit blocks along the input dimension, one scale per block, the bias fused).
 * ``Gather(E, input_ids)`` and ``Gemm(h, E, final_logits_bias, transB=1)``: the token embedding and the output
   projection share one quantized table, stored once.
-  int8 (default ``embedding="channels"``): int8 with one scale per token, stored transposed ``[d, V]``: the
-  projection is a ``DynamicQuantizeMatMul``, the lookup gathers columns and scales them.
+  int8 (default ``embedding="channels"``): int8 with one scale per token, stored as rows ``[V, d]``: the lookup
+  gathers rows and scales them (the runtime reads those rows on demand, :mod:`enzh.runtime.rows`), the projection
+  is a ``DynamicQuantizeMatMul`` over a ``Transpose`` of the same bytes that ONNX Runtime folds at load.
   int4 (and int8 with ``embedding="quantized"``): blocks along d; the lookup is
   ``com.microsoft.GatherBlockQuantized``, the projection ``MatMulNBits`` over the *same bytes* (MatMulNBits wants
   ``[N, k_blocks, blob]``, GatherBlockQuantized ``[N, K * bits / 8]``: two initializers alias one region of
@@ -59,6 +60,7 @@ from enzh.quantize.weights import AliasingWeightStore, SourceWeights, VariantWei
 from enzh.runtime.errors import QuantizeError
 from enzh.runtime.lexical import TABLE_FILE, LexicalTable
 from enzh.runtime.manifest import Manifest, describe_files
+from enzh.runtime.rows import ROWS_OF_INPUT_IDS
 
 TOOL_PACKAGES = ("onnx", "onnxruntime")  # the versions a variant records (quantize needs no torch)
 
@@ -118,6 +120,9 @@ def quantize(
     built = _write_graphs(src, out, manifest, settings, graphs, store)
     # The runtime maps weights both graphs read once and hands them to both sessions (enzh.runtime.sessions).
     shared = shared_initializers(built["decoder"], built["encoder"], store)
+    for table in rewriter.weights.channel_tables.values():
+        if table.rows in shared:  # only gathered by input_ids: the runtime reads its rows on demand
+            shared[table.rows]["rows_of"] = ROWS_OF_INPUT_IDS
     files = _copy_files(src, out, manifest)
     record = _record(settings, rewriter, manifest, scored)
     if source_aware is not None:
@@ -202,7 +207,8 @@ class _SourceAware:
             **self.table.sizes(),
             "layout": "int32 little-endian: offsets [sources + 1], targets [entries], frequent [frequent_ids]",
             "corpus": self.corpus.record(),
-            "projection": {key: store.layout(name) for key, name in self.projection.items()},
+            # (with its stored name: a weight stored as the embedding's rows is the table the runtime reads on demand)
+            "projection": {key: {**store.layout(name), "name": name} for key, name in self.projection.items()},
         }
 
 
@@ -286,8 +292,8 @@ def _layout(settings: QuantizeSettings, rewriter: Rewriter) -> dict[str, str]:
     weights = rewriter.weights
     if weights.channel_tables:
         table = (
-            "int8, one scale per token, stored once as [d, V]: Gather of columns (lookup) and "
-            "DynamicQuantizeMatMul (output projection)"
+            "int8, one scale per token, stored once as [V, d]: Gather of rows (lookup) and "
+            "DynamicQuantizeMatMul (output projection) over its transpose, folded at load"
         )
     elif weights.tables:
         blocks = sorted({t.block for t in weights.tables.values()})

@@ -167,7 +167,7 @@ class Rewriter:
         if _is_projection(node, view):
             return self.projection(node, view)
         if _is_lookup(node, view):
-            return self.lookup(node, view.inits[node.input[0]])
+            return self.lookup(node, view.inits[node.input[0]], constants)
         return [node]
 
     def _initializers(self, nodes: list[onnx.NodeProto], view: _GraphView) -> tuple[list[str], list[TensorProto]]:
@@ -290,10 +290,15 @@ class Rewriter:
         if bias:
             self.weights.float32(bias, view.inits[bias])
         if self.settings.embedding == "channels":
-            columns = self.weights.channel_table(e_name, tensor)
+            # DynamicQuantizeMatMul wants B [d, V]: a Transpose of the stored rows, which ONNX Runtime folds into
+            # a constant at load and pre-packs (the stored rows stay for the lookups alone).
+            channels = self.weights.channel_table(e_name, tensor)
             self._count("output projection")
-            inputs = [h, columns.q, columns.scales, "", bias] if bias else [h, columns.q, columns.scales]
-            return [helper.make_node("DynamicQuantizeMatMul", inputs, [out], name=name, domain=MS_DOMAIN)]
+            columns = f"{e_name}.q_columns"
+            weight = [channels.projection]
+            transpose = helper.make_node("Transpose", weight, [columns], name=f"{name}_weight", perm=[1, 0])
+            inputs = [h, columns, channels.scales, "", bias] if bias else [h, columns, channels.scales]
+            return [transpose, helper.make_node("DynamicQuantizeMatMul", inputs, [out], name=name, domain=MS_DOMAIN)]
         table = self.weights.table(e_name, tensor)
         if table is None:
             return [node]
@@ -309,8 +314,8 @@ class Rewriter:
         inputs = [h, table.matmul, table.scales, "", "", bias] if bias else [h, table.matmul, table.scales]
         return [helper.make_node("MatMulNBits", inputs, [out], name=name, domain=MS_DOMAIN, **attrs)]
 
-    def lookup(self, node: onnx.NodeProto, tensor: TensorProto) -> list[Any]:
-        """``Gather(E, input_ids)``: the token embedding lookup."""
+    def lookup(self, node: onnx.NodeProto, tensor: TensorProto, constants: list[TensorProto]) -> list[Any]:
+        """``Gather(E, input_ids)``: the token embedding lookup (``constants``: where its new constants go)."""
         e_name, ids = node.input[0], node.input[1]
         out = node.output[0]
         name = node.name or "embedding"
@@ -324,17 +329,17 @@ class Rewriter:
         if self.settings.embedding == "float":
             return [node]
         if self.settings.embedding == "channels":
-            # Columns of the [d, V] table: Gather(axis=1) -> [d, *ids], times the tokens' scales, d moved last.
-            columns = self.weights.channel_table(e_name, tensor)
+            # Rows of the [V, d] table: Gather -> [*ids, d], times the tokens' scales [*ids, 1].
+            channels = self.weights.channel_table(e_name, tensor)
             self._count("embedding lookup")
             codes, values, scales = f"{out}.codes", f"{out}.values", f"{out}.scales"
-            scaled = f"{out}.scaled"
+            last = _const(constants, f"{out}.last_axis", np.array([-1], dtype=np.int64))
             return [
-                helper.make_node("Gather", [columns.q, ids], [codes], name=f"{name}_gather", axis=1),
+                helper.make_node("Gather", [channels.rows, ids], [codes], name=f"{name}_gather", axis=0),
                 helper.make_node("Cast", [codes], [values], name=f"{name}_cast", to=TensorProto.FLOAT),
-                helper.make_node("Gather", [columns.scales, ids], [scales], name=f"{name}_scales", axis=0),
-                helper.make_node("Mul", [values, scales], [scaled], name=f"{name}_scale"),
-                helper.make_node("Transpose", [scaled], [out], name=f"{name}_transpose", perm=[1, 2, 0]),
+                helper.make_node("Gather", [channels.scales, ids], [scales], name=f"{name}_scales", axis=0),
+                helper.make_node("Unsqueeze", [scales, last], [f"{scales}.last"], name=f"{name}_unsqueeze"),
+                helper.make_node("Mul", [values, f"{scales}.last"], [out], name=f"{name}_scale"),
             ]
         table = self.weights.table(e_name, tensor)
         if table is None:

@@ -38,9 +38,9 @@ class QuantizeSettings:
     * ``accuracy_level``: MatMulNBits compute type (0 = default, 1 fp32, 2 fp16, 3 bf16, 4 int8 activations).
     * ``linear_op`` (int8 only): ``dynamic`` = DynamicQuantizeMatMul, ``nbits`` = 8-bit MatMulNBits.
     * ``embedding``: ``quantized`` (shared table in blocks, one copy: GatherBlockQuantized + MatMulNBits),
-      ``channels`` (int8 only: one scale per token, stored ``[d, V]`` once for the lookup and a
-      DynamicQuantizeMatMul output projection) or ``float`` (embedding and output projection kept fp32: larger,
-      for comparison).
+      ``channels`` (int8 only: one scale per token, stored ``[V, d]`` once for the lookup and a
+      DynamicQuantizeMatMul output projection over its transpose) or ``float`` (embedding and output projection
+      kept fp32: larger, for comparison).
     * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
       without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
       on such CPUs; measured in docs/precision.md).

@@ -74,9 +74,12 @@ def apply_shortlist(decoder: Rewritten, store: AliasingWeightStore, ids: list[in
         raise QuantizeError(
             "shortlist needs a quantized output projection: int8 or int4 (not fp16, not embedding='float')"
         )
+    rows = _untranspose(decoder, projection)
+    transposed = None if rows is None else store.arrays[rows].T
     for position, axis in _TOKEN_AXES[projection.op_type]:
         if position < len(projection.input):
-            _slice_input(decoder, store, projection, position, axis, index)
+            given = transposed if position == 1 else None
+            _slice_input(decoder, store, projection, position, axis, index, given)
     if projection.op_type == "MatMulNBits":
         for attribute in projection.attribute:
             if attribute.name == "N":
@@ -90,8 +93,8 @@ def apply_shortlist(decoder: Rewritten, store: AliasingWeightStore, ids: list[in
 def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> dict[str, str]:
     """Make the decoder's ``DynamicQuantizeMatMul`` output projection read its weight ``[d, candidates]``, scales
     and bias from decoder inputs, and map TopK's positions back through the ``shortlist_ids`` input; returns
-    the stored names of the full projection's tensors (``weight``, ``scales``, ``bias``), which the runtime
-    gathers the candidates' columns from."""
+    the stored names of the full projection's tensors (``weight`` [d, V] or ``weight_rows`` [V, d], ``scales``,
+    ``bias``), which the runtime gathers the candidates' columns (rows) from."""
     projection = next((n for n in decoder.nodes if "logits" in n.output), None)
     if projection is None or projection.op_type != "DynamicQuantizeMatMul":
         found = "none" if projection is None else projection.op_type
@@ -99,13 +102,21 @@ def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> di
             "a source shortlist needs a DynamicQuantizeMatMul output projection (int8 with embedding='channels', "
             f"the int8 default); this decoder's is {found}"
         )
-    full = {"weight": projection.input[1], "scales": projection.input[2]}
+    # The weight: the stored rows [V, d] whose Transpose it is (the int8 default; the runtime gathers the
+    # candidates' rows), or a stored [d, V] (the runtime gathers its columns).
+    rows = _untranspose(decoder, projection)
+    if rows is not None:  # the projection reads the rows under an alias of their own: name the stored table
+        rows = store.aliases.get(rows, rows)
+    full = {"weight": projection.input[1]} if rows is None else {"weight_rows": rows}
+    full["scales"] = projection.input[2]
     if len(projection.input) > 4 and projection.input[4]:
         full["bias"] = projection.input[4]
-    d_model = int(store.arrays[full["weight"]].shape[0])
+    d_model = int(store.arrays[rows].shape[1] if rows is not None else store.arrays[full["weight"]].shape[0])
     types = {"weight": TensorProto.INT8, "scales": TensorProto.FLOAT, "bias": TensorProto.FLOAT}
     positions = {"weight": 1, "scales": 2, "bias": 4}
-    for key in full:
+    while len(projection.input) < 5:  # a bias input even without a bias: the runtime's -inf padding columns
+        projection.input.append("")
+    for key in positions:
         shape: list[int | str] = [d_model, "candidates"] if key == "weight" else ["candidates"]
         decoder.graph.input.append(helper.make_tensor_value_info(lexical.INPUTS[key], types[key], shape))
         projection.input[positions[key]] = lexical.INPUTS[key]
@@ -116,6 +127,18 @@ def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> di
     return full
 
 
+def _untranspose(decoder: Rewritten, projection: onnx.NodeProto) -> str | None:
+    """An int8 projection's weight ``[d, V]`` is a Transpose of the stored rows ``[V, d]`` in the graph
+    (:class:`enzh.quantize.weights.ChannelTable`): drop that node and return the rows' stored name, which a
+    shortlist reads instead. None for other projections (their weight is stored as they read it)."""
+    name = projection.input[1]
+    transpose = next((n for n in decoder.nodes if n.op_type == "Transpose" and name in n.output), None)
+    if transpose is None:
+        return None
+    decoder.nodes.remove(transpose)
+    return str(transpose.input[0])
+
+
 def _slice_input(
     decoder: Rewritten,
     store: AliasingWeightStore,
@@ -123,13 +146,16 @@ def _slice_input(
     position: int,
     axis: int,
     index: np.ndarray,
+    given: np.ndarray | None = None,
 ) -> None:
-    """Replace the projection's input ``position`` by a new stored tensor: its entries ``index`` along ``axis``."""
+    """Replace the projection's input ``position`` by a new stored tensor: its entries ``index`` along ``axis``
+    (of ``given``, the input's value, when it is not a stored tensor)."""
     name = projection.input[position]
     if not name:
         return
     new = f"shortlist.{name}"
-    store.add(new, np.ascontiguousarray(np.take(store.arrays[name], index, axis=axis)))
+    value = store.arrays[name] if given is None else given
+    store.add(new, np.ascontiguousarray(np.take(value, index, axis=axis)))
     decoder.weights.append(new)
     projection.input[position] = new
 

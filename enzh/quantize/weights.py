@@ -68,9 +68,12 @@ class Table:
 
 @dataclass
 class ChannelTable:
-    """An int8 embedding table stored transposed, ``[d, V]``, with one scale per token ``[V]``."""
+    """An int8 embedding table with one scale per token ``[V]``, stored once as rows ``[V, d]``: ``rows`` for the
+    lookups (Gather of rows), ``projection`` the same bytes under a second name that only the output projection
+    reads (transposed to ``[d, V]`` in the graph, which ONNX Runtime folds at load and pre-packs)."""
 
-    q: str
+    rows: str
+    projection: str
     scales: str
 
 
@@ -136,12 +139,12 @@ class VariantWeights:
         return self.tables[name]
 
     def channel_table(self, name: str, tensor: TensorProto) -> ChannelTable:
-        """Quantize an embedding table [V, d] once per token row, stored [d, V] (DynamicQuantizeMatMul's layout)."""
+        """Quantize an embedding table [V, d] once per token row, stored as rows [V, d] (see ChannelTable)."""
         if name not in self.channel_tables:
             q, scales = quantize_columns_int8(self.source.array(tensor).T)
-            self.channel_tables[name] = ChannelTable(
-                self.store.add(f"{name}.q_columns", np.ascontiguousarray(q)), self.store.add(f"{name}.scales", scales)
-            )
+            rows = self.store.add(f"{name}.q_rows", np.ascontiguousarray(q.T))
+            projection = self.store.alias(f"{name}.q_rows.projection", rows, q.T.shape)
+            self.channel_tables[name] = ChannelTable(rows, projection, self.store.add(f"{name}.scales", scales))
         return self.channel_tables[name]
 
 

@@ -12,9 +12,10 @@ import numpy as np
 import onnxruntime as ort
 
 from enzh.runtime.decoding import Step
-from enzh.runtime.lexical import Selection, SourceShortlist
+from enzh.runtime.lexical import BIAS_INPUT, Selection, SourceShortlist
 from enzh.runtime.manifest import Manifest, ModelDirError, map_stored
 from enzh.runtime.options import RuntimeOptions
+from enzh.runtime.rows import ROWS_OF_INPUT_IDS, RowsOnDemand
 
 logger = logging.getLogger("enzh")
 
@@ -57,10 +58,23 @@ class EncoderOutput:
 
 
 def shared_weights(directory: Path, manifest: Manifest) -> dict[str, np.ndarray]:
-    """Memory-map the weights named in manifest.shared_initializers from the external-data file."""
-    if not manifest.shared_initializers:
-        return {}
-    return {name: map_stored(directory, info) for name, info in manifest.shared_initializers.items()}
+    """Memory-map the weights named in manifest.shared_initializers from the external-data file (all but the
+    tables read row by row on demand: :func:`rows_on_demand`)."""
+    return {
+        name: map_stored(directory, info)
+        for name, info in manifest.shared_initializers.items()
+        if info.get("rows_of") != ROWS_OF_INPUT_IDS
+    }
+
+
+def rows_on_demand(directory: Path, manifest: Manifest) -> dict[str, RowsOnDemand]:
+    """The shared tables that the graphs only gather rows of by their ``input_ids`` (int8 embeddings), held in
+    memory that fills as rows are gathered (:mod:`enzh.runtime.rows`)."""
+    return {
+        name: RowsOnDemand(directory, info)
+        for name, info in manifest.shared_initializers.items()
+        if info.get("rows_of") == ROWS_OF_INPUT_IDS
+    }
 
 
 class ModelSessions:
@@ -73,7 +87,10 @@ class ModelSessions:
         # Weights used by both graphs (the embedding shared by encoder, decoder and output projection) are
         # mapped from weights.bin once and handed to both sessions, so they exist once in memory.
         self._shared = shared_weights(directory, manifest)
-        values = {name: ort.OrtValue.ortvalue_from_numpy(array) for name, array in self._shared.items()}
+        # An int8 embedding's rows: read into memory as the lookups need them (fill_rows before every run).
+        self._rows = rows_on_demand(directory, manifest)
+        arrays = {**self._shared, **{name: table.array for name, table in self._rows.items()}}
+        values = {name: ort.OrtValue.ortvalue_from_numpy(array) for name, array in arrays.items()}
         self._shared_values = values
         self.encoder = _create(directory / manifest.graphs["encoder"], options, values)
         self.decoder = _create(directory / manifest.graphs["decoder"], options, values)
@@ -109,7 +126,14 @@ class ModelSessions:
         # A variant quantized with a source shortlist scores, per batch, the candidates of its source pieces
         # (enzh.runtime.lexical): chosen by encode(), bound by the batch's decoder, spread back the same way.
         self.source_shortlist = (
-            SourceShortlist(directory, manifest) if "source_shortlist" in manifest.quantization else None
+            SourceShortlist(
+                directory,
+                manifest,
+                bias_input=BIAS_INPUT in {i.name for i in self.decoder.get_inputs()},
+                rows=self._rows,
+            )
+            if "source_shortlist" in manifest.quantization
+            else None
         )
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
         self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
@@ -119,9 +143,15 @@ class ModelSessions:
         """The decoder's sessions: the main one, and the one-thread one for few rows when the model has it."""
         return [self.decoder] if self.decoder_serial is None else [self.decoder, self.decoder_serial]
 
+    def fill_rows(self, ids: np.ndarray) -> None:
+        """Read the rows of ``ids`` into the on-demand tables (none: nothing to do) before a run gathers them."""
+        for table in self._rows.values():
+            table.fill(ids)
+
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray, *, select: bool = True) -> EncoderOutput:
         """The encoder's outputs for a padded batch; with a source shortlist (and ``select``) also the batch's
         candidate tokens and the projection columns its decoder reads."""
+        self.fill_rows(input_ids)
         outputs = self.encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
         selection = None
         if self.source_shortlist is not None and select:
@@ -157,6 +187,7 @@ class ModelSessions:
         encoded = self.encode(input_ids, attention_mask, select=False)
         available = {"cross_bias": encoded.cross_bias, **dict(zip(self._cross_names, encoded.cross, strict=True))}
         feeds = {"input_ids": np.ascontiguousarray(decoder_input_ids, dtype=np.int64)}
+        self.fill_rows(feeds["input_ids"])
         for item in aligner.get_inputs():
             if item.name != "input_ids":
                 feeds[item.name] = available[item.name]
@@ -186,10 +217,12 @@ class OrtDecoder:
             raise ValueError("a source-shortlist variant's decoder needs encode()'s selection of candidates")
         self.shortlist = sessions.shortlist if self.selection is None else self.selection.ids
         self.scored = sessions.vocab if self.shortlist is None else len(self.shortlist)
+        # The projection's outputs: the scored tokens, then a source shortlist's padding columns (-inf), if any.
+        self.width = self.scored if self.selection is None else len(self.selection.columns)
         self.position = 0
         self.capacity = max(1, capacity)
         self._cache: list[np.ndarray] = []  # allocated on the first step (a beam search first widens the batch)
-        self._scores = np.empty((2, 0, self.scored), dtype=np.float32)
+        self._scores = np.empty((2, 0, self.width), dtype=np.float32)
         self._spread: list[np.ndarray | None] = [None, None]  # shortlist only: [rows, vocab] logits, log-probs
         self._session: ort.InferenceSession | None = None  # the session of the current row count (_use)
         self._ios: dict[int, ort.IOBinding] = {}
@@ -215,7 +248,7 @@ class OrtDecoder:
         for new, old in zip(cache, self._cache, strict=False):
             new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
         self._cache, self.capacity = cache, capacity
-        self._scores = np.empty((2, rows, self.scored), dtype=np.float32)
+        self._scores = np.empty((2, rows, self.width), dtype=np.float32)
         self._spread = [None, None]
         self._ids = np.zeros((rows, 1), dtype=np.int64)
         self._generation += 1
@@ -279,6 +312,7 @@ class OrtDecoder:
             self._bind("top_ids", self._top[1], output=True)
             self._bound_k = k
         self._ids[:rows, 0] = tokens
+        self.s.fill_rows(self._ids[:rows])
         self._position[0] = self.position
         self._top_k[0] = k
         session.run_with_iobinding(io)
@@ -299,7 +333,7 @@ class OrtDecoder:
         spread = self._spread[kind]
         if spread is None:
             spread = self._spread[kind] = np.full((len(self._scores[kind]), self.s.vocab), -np.inf, np.float32)
-        spread[:rows, self.shortlist] = scores
+        spread[:rows, self.shortlist] = scores[:, : self.scored]
         return spread[:rows]
 
     def _gather_cross(self, keep: np.ndarray) -> None:

@@ -125,7 +125,8 @@ class MarianTokenizer:
 
         # Target side: token -> id and id -> token; an id listed twice keeps the later token (transformers
         # inverts the dict the same way). Separate vocabularies decode through the target's own table.
-        self._target_encoder: dict[str, int] = dict(vocab if target_vocab is None else target_vocab)
+        # (One shared vocabulary: the same dict, not a second copy of its 65k entries.)
+        self._target_encoder: dict[str, int] = self._encoder if target_vocab is None else dict(target_vocab)
         self._decoder: dict[int, str] = {idx: token for token, idx in self._target_encoder.items()}
         # source spm id -> vocab id (the spm unk id is handled by string, see _chunk_ids).
         self._sp_source_unk: int = source_spm.unk_id()

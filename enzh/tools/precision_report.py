@@ -297,8 +297,9 @@ def render(results: dict[str, Any], command: str) -> str:
         "| fp16 | fp16 weights, `Cast` to fp32 in the graph (ONNX Runtime folds it at load: fp32 arithmetic) | fp16,"
         " stored once; lookup `Gather`+`Cast`, projection `Cast`+`Gemm` |",
         "| int8 | `DynamicQuantizeMatMul`: int8 weights, one scale per output channel, activations quantized per call,"
-        " bias fused | int8, one scale per token, stored once as `[d, V]`: the lookup gathers columns (encoder and"
-        " decoder), the output projection is a `DynamicQuantizeMatMul` over the same initializer |",
+        " bias fused | int8, one scale per token, stored once as rows `[V, d]`: the lookup gathers rows (encoder and"
+        " decoder; the runtime reads the rows a batch needs from the file, enzh/runtime/rows.py), the output"
+        " projection is a `DynamicQuantizeMatMul` over a `Transpose` of the same bytes, folded at load |",
         f"| int4 | `MatMulNBits`: 4-bit blocks of {b4} along K, symmetric, per-block scale chosen by squared error,"
         f" `accuracy_level` 4, bias fused | 4-bit blocks of {b4}, stored once: `GatherBlockQuantized` (lookup) and"
         " `MatMulNBits` (output projection) read the same bytes |",
@@ -420,16 +421,16 @@ def notes(results: dict[str, Any]) -> list[str]:
         f" {_pct(rows.get(i8, {}).get('top1'))} vs {_pct(rows.get(i8f, {}).get('top1'))} on random weights; on the"
         f" trained demo model: chrF {get(demo, i8, 'chrf', '.2f')} vs {get(demo, i8f, 'chrf', '.2f')}. A float"
         " table alone (133 MB) would exceed the 80 MB int8 target.",
-        f"* **int8 table: one scale per token, `[d, V]`, projected by `DynamicQuantizeMatMul`** (*{i8}*) rather than"
-        f" 8-bit blocks of 128 read by `GatherBlockQuantized` + `MatMulNBits` (*{i8b}*, the int4 layout):"
+        f"* **int8 table: one scale per token, rows `[V, d]`, projected by `DynamicQuantizeMatMul`** (*{i8}*)"
+        f" rather than 8-bit blocks of 128 read by `GatherBlockQuantized` + `MatMulNBits` (*{i8b}*, the int4 layout):"
         f" {size.get(i8, '?')} vs {size.get(i8b, '?')} (per-token scales are fewer), decoder step with 4 rows"
         f" {get(rows, i8, 'step_ms', '.1f')} vs {get(rows, i8b, 'step_ms', '.1f')} ms and with 64 rows"
         f" {get(rows, i8, 'step64_ms', '.1f')} vs {get(rows, i8b, 'step64_ms', '.1f')} ms (the output projection"
         " onto 65,001 tokens dominates a step; the int8 GEMM behind `DynamicQuantizeMatMul` scales better with"
         f" rows than 8-bit `MatMulNBits`), encoder {get(rows, i8, 'encoder_ms', '.1f')} vs"
         f" {get(rows, i8b, 'encoder_ms', '.1f')} ms, demo chrF {get(demo, i8, 'chrf', '.2f')} vs"
-        f" {get(demo, i8b, 'chrf', '.2f')}. The lookup gathers columns of `[d, V]`, slower than rows (the"
-        " encoder pays for it at large batches, see docs/profile.md).",
+        f" {get(demo, i8b, 'chrf', '.2f')}. The lookup gathers rows; only the rows of tokens ever looked up become"
+        " resident (enzh/runtime/rows.py).",
         f"* **int8 linears use `DynamicQuantizeMatMul`** (one scale per output channel) rather than 8-bit"
         f" `MatMulNBits` blocks (*{i8n}*): {size.get(i8, '?')} vs {size.get(i8n, '?')}, encoder"
         f" {get(rows, i8, 'encoder_ms', '.1f')} vs {get(rows, i8n, 'encoder_ms', '.1f')} ms, decoder step"

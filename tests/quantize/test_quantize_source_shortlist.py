@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
 import subprocess
 import sys
 
@@ -15,8 +18,8 @@ from enzh.quantize.lexical import Tokenized, count_table, lexical_table
 from enzh.quantize.pipeline import quantize
 from enzh.runtime.batching import pad_batch
 from enzh.runtime.errors import QuantizeError
-from enzh.runtime.lexical import TABLE_FILE, LexicalTable
-from enzh.runtime.manifest import Manifest
+from enzh.runtime.lexical import COLUMN_ALIGN, TABLE_FILE, LexicalTable
+from enzh.runtime.manifest import Manifest, map_stored
 
 from models import corpus
 
@@ -38,6 +41,33 @@ def source_aware(tiny_export, pairs_tsv, tmp_path_factory):
     out = tmp_path_factory.mktemp("int8-source") / "model"
     args = ["quantize", str(tiny_export("base")), str(out), "--precision", "int8"]
     assert cli_main([*args, "--source-shortlist", str(pairs_tsv), "--shortlist-frequent", "6"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def no_bias_export(tiny_source, tmp_path_factory):
+    """The tiny model exported with a zero final_logits_bias: its quantized projection has no bias (as
+    opus-mt-en-zh's), so a source shortlist's bias input is all the runtime's (0, and -inf for the padding)."""
+    from transformers import MarianMTModel
+
+    from enzh.export.pipeline import ExportOptions, export
+
+    hf = tmp_path_factory.mktemp("hf-no-bias")
+    for path in tiny_source("base").iterdir():
+        shutil.copy(path, hf / path.name)
+    model = MarianMTModel.from_pretrained(tiny_source("base"))
+    model.final_logits_bias.zero_()
+    model.save_pretrained(hf)
+    out = tmp_path_factory.mktemp("onnx-no-bias")
+    export(str(hf), out, ExportOptions(force=True, progress=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def no_bias_source_aware(no_bias_export, pairs_tsv, tmp_path_factory):
+    out = tmp_path_factory.mktemp("int8-source-no-bias") / "model"
+    quantize(no_bias_export, out, precision="int8", source_shortlist=pairs_tsv, shortlist_frequent=6)
+    assert "bias" not in Manifest.load(out).quantization["source_shortlist"]["projection"]
     return out
 
 
@@ -63,17 +93,21 @@ def test_count_table():
 
 def test_candidates_and_manifest(source_aware, tiny_export):
     """The manifest records the table; each batch's candidates are the numpy union of its source pieces' rows,
-    the frequent pieces, eos and unk, never pad; the decoder's projection reads them as inputs."""
+    the frequent pieces, eos and unk, never pad; the decoder's projection reads them as inputs, padded with -inf
+    columns to a multiple of COLUMN_ALIGN."""
     manifest = Manifest.load(source_aware)
     info = manifest.quantization["source_shortlist"]
     assert info["file"] == TABLE_FILE and TABLE_FILE in manifest.files
     assert (info["frequent"], info["per_source"], info["frequent_ids"], info["corpus"]["pairs"]) == (6, 20, 6, 400)
-    assert info["projection"]["weight"]["dtype"] == "int8" and "shortlist_ids" not in manifest.quantization
+    # The projection's weight is the embedding's int8 rows [V, d], stored once (the lookups' shared table).
+    rows = info["projection"]["weight_rows"]
+    assert "weight" not in info["projection"] and "shortlist_ids" not in manifest.quantization
+    assert rows["dtype"] == "int8" and manifest.shared_initializers[rows["name"]]["offset"] == rows["offset"]
     table = LexicalTable.read(source_aware / TABLE_FILE, info)
     assert len(table.targets) == info["entries"] > 0
     decoder = onnx.load(str(source_aware / "decoder.onnx"), load_external_data=False)
     inputs = {i.name for i in decoder.graph.input}
-    assert {"shortlist_weight", "shortlist_scales", "shortlist_ids"} <= inputs
+    assert {"shortlist_weight", "shortlist_scales", "shortlist_bias", "shortlist_ids"} <= inputs
     dims = {o.name: [d.dim_value or d.dim_param for d in o.type.tensor_type.shape.dim] for o in decoder.graph.output}
     assert dims["logits"] == ["rows", "candidates"]
 
@@ -88,18 +122,34 @@ def test_candidates_and_manifest(source_aware, tiny_export):
     expected.discard(special["pad"])
     assert selection.ids.tolist() == sorted(expected)
     assert len(selection.ids) < translator.sessions.vocab - 1
-    assert selection.feeds["shortlist_weight"].shape[1] == len(selection.ids)
+    # Bound as columns padded to whole cache lines: pad's column, bias -inf.
+    count, width = len(selection.ids), -(-len(selection.ids) // COLUMN_ALIGN) * COLUMN_ALIGN
+    assert selection.columns.tolist() == [*selection.ids.tolist(), *[special["pad"]] * (width - count)]
+    assert selection.feeds["shortlist_ids"] is selection.columns
+    projection = translator.sessions.source_shortlist.projection
+    stored = map_stored(source_aware, rows)  # [V, d]: bound as [d, candidates]
+    assert selection.feeds["shortlist_weight"].shape == (stored.shape[1], width)
+    assert np.array_equal(selection.feeds["shortlist_weight"], stored[selection.columns].T)
+    assert np.array_equal(selection.feeds["shortlist_scales"], projection["scales"][selection.columns])
+    bias = selection.feeds["shortlist_bias"]
+    assert np.array_equal(bias[:count], projection["bias"][selection.ids]) and np.all(bias[count:] == -np.inf)
 
 
-def test_same_tokens_as_a_global_shortlist_of_the_batch(source_aware, tiny_export, tmp_path):
+@pytest.mark.parametrize("bias", ["bias", "no bias"])
+def test_same_tokens_as_a_global_shortlist_of_the_batch(bias, request, tiny_export, tmp_path):
     """Greedy, beam and n-best search of a source-aware variant give exactly the tokens (and scores) of the same
-    int8 variant with a global shortlist of that batch's candidates."""
-    translator = Translator.load(source_aware)
+    int8 variant with a global shortlist of that batch's candidates (its -inf padding columns change nothing),
+    with a projection bias and without one."""
+    model, fp32 = ("source_aware", tiny_export("base")) if bias == "bias" else ("no_bias_source_aware", None)
+    model_dir = request.getfixturevalue(model)
+    fp32 = fp32 or request.getfixturevalue("no_bias_export")
+    translator = Translator.load(model_dir)
     ids, mask = pad_batch(TEXTS, translator.manifest.special_ids["pad"])
     selection = translator.sessions.encode(ids, mask).selection
-    assert selection is not None
+    assert selection is not None and len(selection.columns) % COLUMN_ALIGN == 0
+    assert len(selection.columns) > len(selection.ids)  # padding columns are bound
     fixed = tmp_path / "global"
-    quantize(tiny_export("base"), fixed, precision="int8", shortlist_ids=selection.ids.tolist())
+    quantize(fp32, fixed, precision="int8", shortlist_ids=selection.ids.tolist())
     reference = Translator.load(fixed)
     for beams in (1, 4):
         got = translator.generate_ids(TEXTS, beam_size=beams, max_new_tokens=8)
@@ -113,6 +163,35 @@ def test_same_tokens_as_a_global_shortlist_of_the_batch(source_aware, tiny_expor
     # One batch at a time: a sentence alone gets its own (smaller) candidate set.
     alone = translator.sessions.encode(np.array([TEXTS[1]]), np.ones((1, 3), dtype=np.int64)).selection
     assert alone is not None and set(alone.ids.tolist()) < set(selection.ids.tolist())
+
+
+def test_decoder_without_a_bias_input(no_bias_source_aware, tmp_path):
+    """A source-aware variant quantized before the bias was always an input (its projection without one): bound
+    the candidates' columns alone, unpadded, with the same tokens and scores."""
+    old = tmp_path / "old"
+    shutil.copytree(no_bias_source_aware, old)
+    decoder = onnx.load(str(old / "decoder.onnx"), load_external_data=False)
+    projection = next(n for n in decoder.graph.node if "logits" in n.output)
+    assert projection.input[4] == "shortlist_bias"
+    del projection.input[3:]
+    bias_input = next(i for i in decoder.graph.input if i.name == "shortlist_bias")
+    decoder.graph.input.remove(bias_input)
+    onnx.save(decoder, str(old / "decoder.onnx"))
+    manifest = json.loads((old / "manifest.json").read_text("utf-8"))
+    data = (old / "decoder.onnx").read_bytes()
+    manifest["files"]["decoder.onnx"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (old / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+
+    translator, current = Translator.load(old), Translator.load(no_bias_source_aware)
+    ids, mask = pad_batch(TEXTS, translator.manifest.special_ids["pad"])
+    selection = translator.sessions.encode(ids, mask).selection
+    assert selection is not None and "shortlist_bias" not in selection.feeds
+    assert selection.columns.tolist() == selection.ids.tolist()
+    assert selection.feeds["shortlist_weight"].shape[1] == len(selection.ids)
+    for beams in (1, 4):
+        got = translator.generate_ids(TEXTS, beam_size=beams, max_new_tokens=8)
+        want = current.generate_ids(TEXTS, beam_size=beams, max_new_tokens=8)
+        assert [(h.token_ids, h.score) for h in got] == [(h.token_ids, h.score) for h in want]
 
 
 def test_table_file_given(source_aware, tiny_export, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -114,13 +115,26 @@ def test_table_stored_once_and_mapped_once(precision, variants):
     ops = {n.op_type: n for n in decoder.graph.node}
     shared = manifest.shared_initializers
     if precision == "int8":
-        # One [d, V] int8 table: the lookup gathers its columns, DynamicQuantizeMatMul projects onto it.
+        # One [V, d] int8 table: the lookup gathers its rows, DynamicQuantizeMatMul projects onto its transpose
+        # (the same bytes under a name only the decoder reads; ONNX Runtime folds the Transpose at load).
         gathers = [n for n in decoder.graph.node if n.op_type == "Gather" and n.input[1] == "input_ids"]
-        assert {n.input[0] for n in gathers} == {"embed_tokens.q_columns", "embed_tokens.scales"}
+        assert {n.input[0] for n in gathers} == {"embed_tokens.q_rows", "embed_tokens.scales"}
         projection = [n for n in decoder.graph.node if n.op_type == "DynamicQuantizeMatMul" and n.output[0] == "logits"]
-        assert projection[0].input[1] == "embed_tokens.q_columns"
-        assert shared["embed_tokens.q_columns"]["dtype"] == "int8" and "embed_tokens.scales" in shared
-        table = "embed_tokens.q_columns"
+        transpose = next(n for n in decoder.graph.node if n.output[0] == projection[0].input[1])
+        assert transpose.op_type == "Transpose" and transpose.input[0] == "embed_tokens.q_rows.projection"
+        assert where["embed_tokens.q_rows.projection"] == where["embed_tokens.q_rows"]
+        assert shared["embed_tokens.q_rows"]["dtype"] == "int8" and "embed_tokens.scales" in shared
+        assert shared["embed_tokens.q_rows"]["rows_of"] == "input_ids"
+        sessions = ModelSessions(directory, manifest, RuntimeOptions(verify_hashes=False))
+        # Read row by row as lookups need them, not mapped: no row is in memory before the first run.
+        assert "embed_tokens.q_rows" not in sessions._shared
+        assert sessions._rows["embed_tokens.q_rows"].filled_rows == 0
+        ids = np.array([[3, 5, 5, 0]], dtype=np.int64)
+        sessions.encode(ids, np.ones_like(ids))
+        table = sessions._rows["embed_tokens.q_rows"]
+        per_page = mmap.PAGESIZE // table.row_bytes  # rows are read a page at a time: ids 0, 3, 5 share page 0
+        assert table.filled_rows == min(per_page, len(table.array))
+        return
     else:
         # GatherBlockQuantized and MatMulNBits read the same bytes of weights.bin under two shapes.
         assert where["embed_tokens.q"] == where["embed_tokens.q_blocks"]
