@@ -263,3 +263,26 @@ def test_quantize_refusals(tiny_export, variants, tmp_path):
         quantize(src, tmp_path / "d", precision="int8")
     with pytest.raises(QuantizeError, match="is the source directory"):
         quantize(src, src, precision="int8", force=True)
+
+
+def test_int8_rows_read_on_demand_by_concurrent_threads(demo_dir, tmp_path):
+    """Threads sharing one int8 translator read the embedding's rows into the same table as they go: every
+    thread's translations equal those of one thread with the whole table read up front."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = tmp_path / "int8"
+    quantize(demo_dir, out, precision="int8", force=True)
+    lines = (demo_dir / "test.tsv").read_text(encoding="utf-8").splitlines()[:48]
+    groups = [[line.split("\t")[0] for line in lines[i::4]] for i in range(4)]
+    shared = Translator.load(out)
+    table = shared.sessions._rows["embed_tokens.q_rows"]
+    assert table.filled_rows == 0
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda texts: [shared.translate([t])[0] for t in texts], groups))
+    assert 0 < table.filled_rows < len(table.array)  # only the pages of the tokens looked up
+    # The reference: one thread, the whole table read before the first run.
+    full = Translator.load(out)
+    full.sessions.fill_rows(np.arange(len(table.array)))
+    assert full.sessions._rows["embed_tokens.q_rows"].filled_rows == len(table.array)
+    alone = [[full.translate([t])[0] for t in texts] for texts in groups]
+    assert together == alone
