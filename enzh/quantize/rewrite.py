@@ -291,7 +291,8 @@ class Rewriter:
             self.weights.float32(bias, view.inits[bias])
         if self.settings.embedding == "channels":
             # DynamicQuantizeMatMul wants B [d, V]: a Transpose of the stored rows, which ONNX Runtime folds into
-            # a constant at load and pre-packs (the stored rows stay for the lookups alone).
+            # a constant at load and pre-packs. It reads them under their second name: the lookups' name is the
+            # table the runtime fills row by row on demand (enzh.runtime.rows), empty when the session folds.
             channels = self.weights.channel_table(e_name, tensor)
             self._count("output projection")
             columns = f"{e_name}.q_columns"

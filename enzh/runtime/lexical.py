@@ -5,12 +5,15 @@ directory (``shortlist.bin``, described in ``manifest.quantization["source_short
 piece the target pieces associated with it, and the most frequent target pieces. Per batch the candidates are
 the sorted union of the frequent pieces, the entries of every source piece in the batch, eos and unk (never
 pad). Its decoder's output projection reads its weight, scales (and bias) as inputs: the candidates' columns,
-gathered here from the full projection in weights.bin, bound once per batch (:class:`SourceShortlist`). When
+bound once per batch (:class:`SourceShortlist`). The int8 default's weight is the transpose of the embedding's
+rows ``[V, d]`` (stored once for the lookups and the projection): the candidates' rows are gathered from the
+table the sessions read on demand (:mod:`enzh.runtime.rows`) and transposed; older variants store a ``[d, V]``
+weight whose columns are gathered from weights.bin. When
 the decoder takes a bias, the columns are padded to a multiple of :data:`COLUMN_ALIGN` with columns of bias
 -inf: the bound weight's rows then start on cache lines, which ONNX Runtime reads faster every step, and a -inf
 score changes neither the log-softmax of the others nor the top k (exactly: the padding's exp() adds 0).
 
-numpy only: the table and the projection are memory-mapped, nothing else is loaded.
+numpy only: the table and the projection are memory-mapped (or read on demand), nothing else is loaded.
 """
 
 from __future__ import annotations
