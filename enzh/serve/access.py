@@ -29,7 +29,7 @@ from enzh.serve.limits import Limiter, Limits
 from enzh.serve.middleware import ASGIApp, Message, Receive, Scope, Send
 from enzh.serve.options import ServeOptions
 
-GUARDED_PATHS = frozenset({"/translate", "/translate_file", "/detect", "/v1/translate"})
+GUARDED_PATHS = frozenset({"/translate", "/translate_file", "/detect", "/suggest", "/v1/translate"})
 KEY_FIELDS = ("api_key", "apiKey")
 TEXT_FIELDS = ("q", "text")  # LibreTranslate's and /v1's; their characters count against char limits
 

@@ -53,7 +53,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 # Paths counted under their own name in the metrics; any other path is counted as "other".
 ROUTES = frozenset(
     {"/", "/v1/translate", "/livez", "/readyz", "/metrics", "/docs", "/openapi.json"}
-    | {"/translate", "/translate_file", "/detect", "/languages", "/frontend/settings", "/spec", "/health"}
+    | {"/translate", "/translate_file", "/detect", "/suggest", "/languages", "/frontend/settings", "/spec", "/health"}
 )
 
 

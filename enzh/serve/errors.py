@@ -64,7 +64,7 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 
 # Paths of the LibreTranslate API (enzh.serve.libretranslate): their errors are {"error": "<message>"}.
 LIBRE_PATHS = frozenset(
-    {"/translate", "/translate_file", "/detect", "/languages", "/frontend/settings", "/spec", "/health"}
+    {"/translate", "/translate_file", "/detect", "/suggest", "/languages", "/frontend/settings", "/spec", "/health"}
 )
 LIBRE_PREFIXES = ("/download_file/",)
 # Statuses of the service that LibreTranslate answers with another one: every bad request is a 400 there.

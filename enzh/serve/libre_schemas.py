@@ -82,6 +82,21 @@ def detect_body(options: ServeOptions) -> dict[str, Any]:
     return json_body(LibreDetectRequest, form=True)
 
 
+def suggest_body() -> dict[str, Any]:
+    """``openapi_extra`` of POST /suggest: LibreTranslate's fields (this server answers 403: suggestions are off)."""
+
+    class LibreSuggestRequest(BaseModel):
+        model_config = ConfigDict(extra="allow", title="LibreSuggestRequest")
+
+        q: str = Field(description="the original text")
+        s: str = Field(description="the suggested translation")
+        source: str = Field(description="the language of q")
+        target: str = Field(description="the language of s")
+        api_key: str | None = Field(None, description="needed when the server has API keys (also: apiKey)")
+
+    return json_body(LibreSuggestRequest, form=True)
+
+
 def file_body() -> dict[str, Any]:
     """``openapi_extra`` of POST /translate_file (multipart)."""
     schema = {
@@ -103,7 +118,7 @@ def file_body() -> dict[str, Any]:
 
 _DESCRIPTIONS = {
     400: "bad request: a missing or wrong field, an unsupported language, format or file, a limit exceeded",
-    403: "no valid API key (when the server has keys)",
+    403: "no valid API key (when the server has keys); on /suggest: suggestions are disabled on this server",
     404: "no such file (never stored, or expired)",
     413: "body larger than max_body_bytes",
     429: "over the key's limit, or the queue is full; see Retry-After",

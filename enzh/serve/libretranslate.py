@@ -57,6 +57,7 @@ LISTED = {
     "zh-Hans": (("zh", "Chinese"), ("zh-Hans", NAMES["zh-Hans"])),
     "zh-Hant": (("zt", NAMES["zh-Hant"]), ("zh-Hant", NAMES["zh-Hant"])),
 }
+SUGGESTIONS_DISABLED = "Suggestions are disabled on this server."  # LibreTranslate's words, which clients show
 DEMO_NOTICE = (
     "This server runs enzh's small demo model: it knows simple everyday sentences (weather, family, food, "
     "travel, times and prices) and translates anything else poorly."
@@ -368,6 +369,18 @@ def _add_info(app: FastAPI, service: Service) -> None:
             },
         }
         return json_response(settings)
+
+    @app.post(
+        "/suggest",
+        responses=schemas.libre_errors(403, 429),
+        openapi_extra=schemas.suggest_body(),
+        summary="Suggest a better translation: disabled on this server, as /frontend/settings says (403)",
+        tags=[TAG],
+    )
+    async def suggest() -> Response:
+        # LibreTranslate's answer when suggestions are off (its default): clients that offer "suggest" read
+        # /frontend/settings first; one that posts anyway gets this, after the key and limit checks.
+        raise LibreError(403, SUGGESTIONS_DISABLED)
 
     @app.get("/spec", summary="The OpenAPI description of the LibreTranslate API", tags=[TAG])
     async def spec() -> Response:

@@ -55,12 +55,12 @@ def test_keys_on_a_request_needs_a_valid_key(store):
         v1_ok = client.post(V1, json={"text": "Hello."}, headers={"Authorization": f"Bearer {key}"})
         assert v1_ok.status_code == 200 and v1_ok.json()["translations"] == [fake_translation("Hello.")]
 
-        for path in ("/detect", "/translate_file"):  # refused before the route sees anything
+        for path in ("/detect", "/translate_file", "/suggest"):  # refused before the route sees anything
             assert client.post(path, json={"q": "Hello."}).json() == {
                 "error": "Please contact the server operator to get an API key"
             }
         metrics = client.get("/metrics").text
-        assert metric_value(metrics, "enzh_rejections_total", reason="api_key_required") == 5
+        assert metric_value(metrics, "enzh_rejections_total", reason="api_key_required") == 6
         assert metric_value(metrics, "enzh_rejections_total", reason="invalid_api_key") == 2
 
 

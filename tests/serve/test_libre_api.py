@@ -76,6 +76,18 @@ def test_lt_languages_settings_health_spec(client):
     assert client.post("/spec").status_code == 405
 
 
+def test_suggest_is_disabled_as_frontend_settings_say(client):
+    """LibreTranslate's answer with suggestions off (its default), to form and JSON alike; the web page's settings
+    say so first, and the route is in /spec like LibreTranslate's."""
+    assert client.get("/frontend/settings").json()["suggestions"] is False
+    suggestion = {"q": "Hello", "s": "你好", "source": "en", "target": "zh"}
+    for answer in (client.post("/suggest", data=suggestion), client.post("/suggest", json=suggestion)):
+        assert error_of(answer, 403) == "Suggestions are disabled on this server."
+    assert error_of(client.post("/suggest"), 403) == "Suggestions are disabled on this server."
+    assert client.get("/suggest").status_code == 405
+    assert "/suggest" in client.get("/spec").json()["paths"]
+
+
 # -- translations --------------------------------------------------------------------------------------------
 
 
