@@ -265,13 +265,43 @@ def test_quantize_refusals(tiny_export, variants, tmp_path):
         quantize(src, src, precision="int8", force=True)
 
 
-def test_int8_rows_read_on_demand_by_concurrent_threads(demo_dir, tmp_path):
+@pytest.fixture(scope="module")
+def demo_int8(demo_dir, tmp_path_factory):
+    """The demo model's default int8 variant (its embedding rows read on demand)."""
+    out = tmp_path_factory.mktemp("demo") / "int8"
+    quantize(demo_dir, out, precision="int8", force=True)
+    return out
+
+
+def _with_whole_table(directory: Path) -> Translator:
+    """An int8 translator whose on-demand embedding table is read whole before its first run."""
+    translator = Translator.load(directory)
+    table = translator.sessions._rows["embed_tokens.q_rows"]
+    translator.sessions.fill_rows(np.arange(len(table.array)))
+    assert table.filled_rows == len(table.array)
+    return translator
+
+
+def test_int8_aligner_reads_the_rows_it_needs(demo_int8, demo_dir):
+    """align() on a fresh int8 translator reads the rows of target ids no decoder step has seen: the same
+    cross-attention, bit for bit, as with the whole table in memory."""
+    fp32 = Translator.load(demo_dir)
+    texts = ["The weather is nice today.", "Where is the train station?"]
+    sources = fp32.tokenizer.encode_batch(texts)
+    targets = [h.token_ids for h in fp32.generate_ids(sources)]
+    fresh = Translator.load(demo_int8)
+    assert fresh.has_aligner and fresh.sessions._rows["embed_tokens.q_rows"].filled_rows == 0
+    got = fresh.align(sources, targets)
+    expected = _with_whole_table(demo_int8).align(sources, targets)
+    assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+
+
+def test_int8_rows_read_on_demand_by_concurrent_threads(demo_int8, demo_dir):
     """Threads sharing one int8 translator read the embedding's rows into the same table as they go: every
     thread's translations equal those of one thread with the whole table read up front."""
     from concurrent.futures import ThreadPoolExecutor
 
-    out = tmp_path / "int8"
-    quantize(demo_dir, out, precision="int8", force=True)
+    out = demo_int8
     lines = (demo_dir / "test.tsv").read_text(encoding="utf-8").splitlines()[:48]
     groups = [[line.split("\t")[0] for line in lines[i::4]] for i in range(4)]
     shared = Translator.load(out)
@@ -280,9 +310,6 @@ def test_int8_rows_read_on_demand_by_concurrent_threads(demo_dir, tmp_path):
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda texts: [shared.translate([t])[0] for t in texts], groups))
     assert 0 < table.filled_rows < len(table.array)  # only the pages of the tokens looked up
-    # The reference: one thread, the whole table read before the first run.
-    full = Translator.load(out)
-    full.sessions.fill_rows(np.arange(len(table.array)))
-    assert full.sessions._rows["embed_tokens.q_rows"].filled_rows == len(table.array)
+    full = _with_whole_table(out)  # the reference: one thread, the whole table read before the first run
     alone = [[full.translate([t])[0] for t in texts] for texts in groups]
     assert together == alone
