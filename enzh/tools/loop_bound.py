@@ -3,7 +3,8 @@
     .venv/bin/python -m enzh.tools.loop_bound [--sentences 32] [--repeats 5] [--rounds 3] [--out FILE]
 
 For the natural cells of ``enzh bench`` (the demo model's first N test sentences, batch 1 and 16, greedy and
-beam 4; the same source ids), every configuration runs in its own fresh process, rounds alternating:
+beam 4; the same source ids, the same bound of new tokens, each engine through the bench's own runner), every
+configuration runs in its own fresh process (the bench's worker environment), rounds alternating:
 
 * **enzh**, three decoder thread settings: the defaults (a small model's steps of at most 16 rows on one
   thread, the rest on two), every step on two threads, everything on one thread. Each gives the whole calls'
@@ -37,10 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from enzh.tools.bench.settings import BenchSettings
+
 CELLS = ((1, 1), (1, 4), (16, 1), (16, 4))  # (batch, beams)
 # Configuration name -> (intra-op threads, serial_decoder_rows: None = the default for the model, 0 = never).
 ENZH_CONFIGS = {"enzh default": (2, None), "enzh 2 threads": (2, 0), "enzh 1 thread": (1, 0)}
 CT2_CONFIGS = {"CTranslate2 2 threads": 2, "CTranslate2 1 thread": 1}
+NEW_TOKENS = BenchSettings().natural_max_new_tokens  # the natural cells' bound, as enzh bench sets it
 
 
 def _cell_name(batch: int, beams: int) -> str:
@@ -53,28 +57,19 @@ def _timed(run: Callable[[], dict[str, float]], repeats: int) -> list[dict[str, 
 
 
 def _enzh_child(config: str, sources: list[list[int]], repeats: int) -> dict[str, Any]:
+    """enzh as ``enzh bench`` runs it (its runner and natural bound), with ONNX Runtime's share and the steps."""
     from enzh.runtime.default_model import DEMO_DIR
     from enzh.runtime.sessions import OrtDecoder
-    from enzh.runtime.translator import Translator
+    from enzh.tools.bench.engines import EnzhRunner
+    from enzh.tools.profile_loop import Timers
 
     threads, serial = ENZH_CONFIGS[config]
-    translator = Translator.load(DEMO_DIR, intra_op_threads=threads, serial_decoder_rows=serial)
-    sessions = translator.sessions
-    clock: dict[str, Any] = {"ort": 0.0, "steps": 0, "rows": 0}
-
-    def timed(inner: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                clock["ort"] += time.perf_counter() - start
-
-        return run
-
-    sessions.encoder.run = timed(sessions.encoder.run)
+    runner = EnzhRunner(str(DEMO_DIR), threads, serial_decoder_rows=serial)
+    sessions = runner.translator.sessions
+    timers = Timers()
+    sessions.encoder.run = timers.wrap("ort", sessions.encoder.run)
     for session in sessions.decoder_sessions:
-        session.run_with_iobinding = timed(session.run_with_iobinding)
+        session.run_with_iobinding = timers.wrap("ort", session.run_with_iobinding)
     decoder_for = sessions.decoder_for
 
     def counted_decoder(*args: Any, **kwargs: Any) -> OrtDecoder:
@@ -82,8 +77,8 @@ def _enzh_child(config: str, sources: list[list[int]], repeats: int) -> dict[str
         step = decoder.step
 
         def counted(*step_args: Any, **step_kwargs: Any) -> Any:
-            clock["steps"] += 1
-            clock["rows"] += decoder.rows
+            timers.count["steps"] += 1
+            timers.count["rows"] += decoder.rows
             return step(*step_args, **step_kwargs)
 
         decoder.step = counted  # type: ignore[method-assign]
@@ -93,16 +88,17 @@ def _enzh_child(config: str, sources: list[list[int]], repeats: int) -> dict[str
 
     def cell_run(groups: list[list[list[int]]], beams: int) -> Callable[[], dict[str, float]]:
         def run() -> dict[str, float]:
-            clock.update(ort=0.0, steps=0, rows=0)
+            timers.seconds.clear()
+            timers.count.clear()
             start = time.perf_counter()
-            hyps = [h for group in groups for h in translator.generate_ids(group, beam_size=beams)]
+            hyps = [h for group in groups for h in runner.generate(group, beams, NEW_TOKENS, False)]
             total = time.perf_counter() - start
             return {
                 "call_ms": total * 1e3,
-                "ort_ms": clock["ort"] * 1e3,
-                "steps": clock["steps"],
-                "rows": clock["rows"],
-                "tokens": sum(len(h.token_ids) for h in hyps),
+                "ort_ms": timers.seconds["ort"] * 1e3,
+                "steps": timers.count["steps"],
+                "rows": timers.count["rows"],
+                "tokens": sum(len(h) for h in hyps),
             }
 
         return run
@@ -120,23 +116,18 @@ def _enzh_child(config: str, sources: list[list[int]], repeats: int) -> dict[str
 
 
 def _ct2_child(config: str, ct2_dir: str, sources: list[list[int]], repeats: int) -> dict[str, Any]:
-    import ctranslate2
-
-    from enzh.tools.bench.engines import ct2_vocabulary
+    """CTranslate2 float32 as ``enzh bench`` runs it (its runner, on the same ids as its own pieces)."""
+    from enzh.tools.bench.engines import CT2Runner, ct2_vocabulary
 
     vocab = ct2_vocabulary(Path(ct2_dir))
-    translator = ctranslate2.Translator(
-        ct2_dir, device="cpu", compute_type="float32", intra_threads=CT2_CONFIGS[config], inter_threads=1
-    )
+    runner = CT2Runner(ct2_dir, CT2_CONFIGS[config], "float32")
     pieces = [[vocab[i] for i in source] for source in sources]
 
     def cell_run(groups: list[list[list[str]]], beams: int) -> Callable[[], dict[str, float]]:
         def run() -> dict[str, float]:
             start = time.perf_counter()
             for group in groups:
-                translator.translate_batch(
-                    group, beam_size=beams, max_decoding_length=128, return_end_token=True, max_input_length=0
-                )
+                runner.generate(group, beams, NEW_TOKENS, False)
             return {"call_ms": (time.perf_counter() - start) * 1e3}
 
         return run
@@ -168,10 +159,10 @@ def _sources(count: int) -> list[list[int]]:
 
 
 def _run_child(config: str, ct2_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from enzh.tools.bench.worker import worker_env
+
     threads = ENZH_CONFIGS[config][0] if config in ENZH_CONFIGS else CT2_CONFIGS[config]
-    env = dict(os.environ)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[name] = str(threads)
+    env = worker_env(threads)
     command = [sys.executable, "-m", "enzh.tools.loop_bound", "--child", config, "--ct2-dir", str(ct2_dir)]
     command += ["--sentences", str(args.sentences), "--repeats", str(args.repeats)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

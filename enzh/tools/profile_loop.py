@@ -74,7 +74,7 @@ def _calls(translator: Any, sources: list[list[int]], batch: int, beams: int) ->
     return run
 
 
-class _Timers:
+class Timers:
     """Seconds spent inside wrapped callables, by name, and how often each ran."""
 
     def __init__(self) -> None:
@@ -110,7 +110,7 @@ def time_cell(model: Path, batch: int, beams: int, threads: int, repeats: int) -
     translator = _load(model, threads)
     run = _calls(translator, natural_sources(translator), batch, beams)
     calls = -(-SENTENCES // batch)
-    timers = _Timers()
+    timers = Timers()
     sessions = translator.sessions
     sessions.encoder.run = timers.wrap("encoder", sessions.encoder.run)
     for session in sessions.decoder_sessions:  # both, when a small model runs steps of few rows on one thread

@@ -24,10 +24,10 @@ class Runner:
 
 
 class EnzhRunner(Runner):
-    def __init__(self, directory: str, threads: int) -> None:
+    def __init__(self, directory: str, threads: int, **runtime_options: Any) -> None:
         from enzh.runtime.translator import Translator
 
-        self.translator = Translator.load(directory, intra_op_threads=threads, inter_op_threads=1)
+        self.translator = Translator.load(directory, intra_op_threads=threads, inter_op_threads=1, **runtime_options)
 
     def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
         # min_length counts the decoder start token (HF semantics): N + 1 forbids eos before the N-th token.

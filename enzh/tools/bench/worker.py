@@ -108,7 +108,8 @@ def worker_main(job_path: str, out_path: str) -> int:
 # -- in the parent ---------------------------------------------------------------------------------------------
 
 
-def _worker_env(threads: int) -> dict[str, str]:
+def worker_env(threads: int) -> dict[str, str]:
+    """The environment of an engine process: every thread pool sized to ``threads``, enzh importable, offline."""
     env = dict(os.environ)
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[name] = str(threads)
@@ -151,7 +152,7 @@ def run_worker(
         proc = subprocess.run(
             command,
             cwd=workdir,
-            env=_worker_env(settings.threads),
+            env=worker_env(settings.threads),
             capture_output=True,
             text=True,
             timeout=settings.timeout_s,
