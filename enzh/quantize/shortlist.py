@@ -74,7 +74,7 @@ def apply_shortlist(decoder: Rewritten, store: AliasingWeightStore, ids: list[in
         raise QuantizeError(
             "shortlist needs a quantized output projection: int8 or int4 (not fp16, not embedding='float')"
         )
-    rows = _untranspose(decoder, projection)
+    rows = _untranspose(decoder, store, projection)
     transposed = None if rows is None else store.arrays[rows].T
     for position, axis in _TOKEN_AXES[projection.op_type]:
         if position < len(projection.input):
@@ -104,9 +104,7 @@ def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> di
         )
     # The weight: the stored rows [V, d] whose Transpose it is (the int8 default; the runtime gathers the
     # candidates' rows), or a stored [d, V] (the runtime gathers its columns).
-    rows = _untranspose(decoder, projection)
-    if rows is not None:  # the projection reads the rows under an alias of their own: name the stored table
-        rows = store.aliases.get(rows, rows)
+    rows = _untranspose(decoder, store, projection)
     full = {"weight": projection.input[1]} if rows is None else {"weight_rows": rows}
     full["scales"] = projection.input[2]
     if len(projection.input) > 4 and projection.input[4]:
@@ -127,16 +125,17 @@ def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> di
     return full
 
 
-def _untranspose(decoder: Rewritten, projection: onnx.NodeProto) -> str | None:
+def _untranspose(decoder: Rewritten, store: AliasingWeightStore, projection: onnx.NodeProto) -> str | None:
     """An int8 projection's weight ``[d, V]`` is a Transpose of the stored rows ``[V, d]`` in the graph
-    (:class:`enzh.quantize.weights.ChannelTable`): drop that node and return the rows' stored name, which a
-    shortlist reads instead. None for other projections (their weight is stored as they read it)."""
+    (:class:`enzh.quantize.weights.ChannelTable`): drop that node and return the rows' stored name (not the
+    alias the Transpose reads them under), which a shortlist reads instead. None for other projections (their
+    weight is stored as they read it)."""
     name = projection.input[1]
     transpose = next((n for n in decoder.nodes if n.op_type == "Transpose" and name in n.output), None)
     if transpose is None:
         return None
     decoder.nodes.remove(transpose)
-    return str(transpose.input[0])
+    return store.aliases.get(transpose.input[0], str(transpose.input[0]))
 
 
 def _slice_input(

@@ -41,9 +41,9 @@ BIAS_INPUT = "shortlist_bias"  # float32 [candidates]: the bias (0 without one),
 # variants quantized before it was always an input have it only when the projection has a bias
 IDS_INPUT = "shortlist_ids"  # int64 [candidates]: vocabulary id of every scored position
 # Where each stored projection tensor's token dimension is (DynamicQuantizeMatMul reads B [d, V], scales [V],
-# bias [V]; the int8 default stores B as the embedding's rows [V, d], "weight_rows", transposed per batch).
-TOKEN_AXES = {"weight": 1, "weight_rows": 0, "scales": 0, "bias": 0}
-INPUTS = {"weight": WEIGHT_INPUT, "weight_rows": WEIGHT_INPUT, "scales": SCALES_INPUT, "bias": BIAS_INPUT}
+# bias [V]); the int8 default stores B as the embedding's rows [V, d] instead ("weight_rows", transposed per batch).
+TOKEN_AXES = {"weight": 1, "scales": 0, "bias": 0}
+INPUTS = {"weight": WEIGHT_INPUT, "scales": SCALES_INPUT, "bias": BIAS_INPUT}
 # Bound columns padded to a multiple of this (a decoder with a bias input only): int8 weight rows of whole cache
 # lines. On the shared 2-core AMD EPYC, 16 rows onto 7,607 columns: 0.80-0.92 ms unaligned, 0.58-0.64 ms at 7,616.
 COLUMN_ALIGN = 64
@@ -142,15 +142,13 @@ class SourceShortlist:
     ) -> None:
         info = manifest.quantization["source_shortlist"]
         self.table = LexicalTable.read(directory / info["file"], info)
-        # ``rows``: the tables the sessions read row by row on demand (enzh.runtime.rows); a weight stored as
-        # the embedding's rows is gathered from there (one copy in memory), anything else is memory-mapped.
-        self._rows = rows or {}
-        self._rows_name = info["projection"].get("weight_rows", {}).get("name")
-        self.projection = {
-            key: map_stored(directory, layout)
-            for key, layout in info["projection"].items()
-            if key != "weight_rows" or layout.get("name") not in self._rows
-        }
+        # The weight: stored as the embedding's rows [V, d] ("weight_rows"; gathered from the table the sessions
+        # read on demand when they have it, so it is in memory once) or as [d, V] ("weight", older variants).
+        layouts = dict(info["projection"])
+        rows_layout = layouts.pop("weight_rows", None)
+        self._rows_table = (rows or {}).get(rows_layout["name"]) if rows_layout else None
+        self._mapped_rows = map_stored(directory, rows_layout) if rows_layout and self._rows_table is None else None
+        self.projection = {key: map_stored(directory, layout) for key, layout in layouts.items()}
         special = manifest.special_ids
         self.always = np.array(sorted({special["eos"], special["unk"]}), dtype=np.int64)
         self.pad = int(special["pad"])
@@ -177,12 +175,11 @@ class SourceShortlist:
             width = -(-len(ids) // COLUMN_ALIGN) * COLUMN_ALIGN
             columns = np.concatenate([ids, np.full(width - len(ids), self.pad, dtype=np.int64)])
         feeds = {INPUTS[key]: np.take(array, columns, axis=TOKEN_AXES[key]) for key, array in self.projection.items()}
-        if self._rows_name in self._rows:  # the embedding's rows, read on demand: fill the candidates' first
-            table = self._rows[self._rows_name]
-            table.fill(columns)
-            feeds[WEIGHT_INPUT] = np.take(table.array, columns, axis=0)
-        if WEIGHT_INPUT in feeds and "weight" not in self.projection:  # rows [candidates, d] -> [d, candidates]
-            feeds[WEIGHT_INPUT] = _transposed(feeds[WEIGHT_INPUT])
+        if self._rows_table is not None:  # the candidates' rows, read into the on-demand table first
+            self._rows_table.fill(columns)
+            feeds[WEIGHT_INPUT] = _transposed(np.take(self._rows_table.array, columns, axis=0))
+        elif self._mapped_rows is not None:
+            feeds[WEIGHT_INPUT] = _transposed(np.take(self._mapped_rows, columns, axis=0))
         if self.padded:
             bias = np.zeros(len(columns), dtype=np.float32)
             if BIAS_INPUT in feeds:
