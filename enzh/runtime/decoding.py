@@ -257,11 +257,21 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
             results[sentence[row]] = Hypothesis(tuple(history[row, 1:length].tolist()), float(total[row]))
         if finished.all():
             break
-        # 3. Drop the finished rows from the decoder.
-        keep = np.flatnonzero(~finished)
+        # 3. Drop the finished rows from the decoder (rows from the end fill their places: fewest rows move).
+        keep = _fill_from_end(finished)
         decoder.reorder(keep)
         sentence, history, total, tokens = sentence[keep], history[keep], total[keep], tokens[keep]
     return [hypothesis for hypothesis in results if hypothesis is not None]
+
+
+def _fill_from_end(finished: np.ndarray) -> np.ndarray:
+    """The rows to keep when the ``finished`` ones are dropped, as few of them moved as possible: the running
+    rows beyond the new row count take the places of the finished rows before it, the others stay put."""
+    running = (~finished).nonzero()[0]
+    count = len(running)
+    keep = np.arange(count)
+    keep[finished[:count].nonzero()[0]] = running[running >= count]
+    return keep
 
 
 class _BansByLength:

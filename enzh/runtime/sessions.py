@@ -7,6 +7,7 @@ import mmap
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -46,6 +47,38 @@ def _create(path: Path, options: RuntimeOptions, shared: dict[str, ort.OrtValue]
         return ort.InferenceSession(str(path), sess_options=so, providers=list(options.providers))
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ModelDirError(f"ONNX Runtime could not load {path}: {exc}") from exc
+
+
+class _Binding:
+    """One session's I/O binding. Binds through the C++ binding object that ``ort.IOBinding`` wraps when it has
+    one: the wrapper's checks and device lookup cost ~1 µs a bind, and a decoder rebinds ~25 buffers every
+    time its batch shrinks. Falls back to the public methods on an onnxruntime without it."""
+
+    def __init__(self, session: ort.InferenceSession) -> None:
+        self.io = session.io_binding()
+        self._raw: Any = getattr(self.io, "_iobinding", None)
+        self._device: Any = None
+        try:
+            self._device = ort.capi.onnxruntime_inference_collection.OrtDevice.make("cpu", 0)._get_c_device()
+        except AttributeError:
+            self._raw = None
+
+    def input(self, name: str, array: np.ndarray, pointer: int | None = None) -> None:
+        """Bind ``array`` (C-contiguous, kept alive by the caller) as input ``name``; ``pointer``: its data
+        address when the caller has it at hand."""
+        address = array.ctypes.data if pointer is None else pointer
+        if self._raw is not None:
+            self._raw.bind_input(name, self._device, array.dtype.type, array.shape, address)
+        else:
+            self.io.bind_input(name, "cpu", 0, array.dtype.type, list(array.shape), address)
+
+    def output(self, name: str, array: np.ndarray, pointer: int | None = None) -> None:
+        """Bind ``array`` as the buffer ONNX Runtime writes output ``name`` into."""
+        address = array.ctypes.data if pointer is None else pointer
+        if self._raw is not None:
+            self._raw.bind_output(name, self._device, array.dtype.type, array.shape, address)
+        else:
+            self.io.bind_output(name, "cpu", 0, array.dtype.type, list(array.shape), address)
 
 
 @dataclass
@@ -137,6 +170,10 @@ class ModelSessions:
         )
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
         self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
+        # Cache buffers handed back by finished decoders, reused by the next (fresh ones cost a page fault per
+        # touched page, inside the first steps' runs): flat arrays, at most two decoders' worth.
+        self._spare_caches: list[np.ndarray] = []
+        self._spare_lock = threading.Lock()
 
     @property
     def decoder_sessions(self) -> list[ort.InferenceSession]:
@@ -158,9 +195,28 @@ class ModelSessions:
             selection = self.source_shortlist.select(input_ids, attention_mask)
         return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]), selection=selection)
 
-    def decoder_for(self, encoded: EncoderOutput, capacity: int = 64) -> OrtDecoder:
-        """A decoder over ``encoded``; ``capacity`` = steps to reserve cache for (grows when exceeded)."""
-        return OrtDecoder(self, encoded, capacity)
+    def decoder_for(self, encoded: EncoderOutput, capacity: int = 64, *, consume: bool = False) -> OrtDecoder:
+        """A decoder over ``encoded``; ``capacity`` = steps to reserve cache for (grows when exceeded). With
+        ``consume`` the decoder may rewrite ``encoded``'s arrays in place (the caller does not read them again).
+        Used as a context manager, the decoder hands its cache buffers to the next one when it ends."""
+        return OrtDecoder(self, encoded, capacity, consume=consume)
+
+    def take_caches(self, count: int, size: int, dtype: type) -> list[np.ndarray]:
+        """``count`` flat cache buffers of at least ``size`` elements: spare ones first, zeros for the rest."""
+        taken: list[np.ndarray] = []
+        with self._spare_lock:
+            fitting = [a for a in self._spare_caches if a.size >= size and a.dtype == dtype]
+            taken = sorted(fitting, key=lambda a: a.size)[:count]
+            # Spares too small for this decoder are dropped rather than kept beside new ones (peak memory).
+            self._spare_caches = [a for a in fitting if not any(a is t for t in taken)]
+        # np.zeros maps fresh pages lazily: the unused tail of the capacity costs no memory.
+        return taken + [np.zeros(size, dtype=dtype) for _ in range(count - len(taken))]
+
+    def give_back_caches(self, buffers: list[np.ndarray]) -> None:
+        """Keep a finished decoder's flat cache buffers for the next decoder (the largest two decoders' worth)."""
+        with self._spare_lock:
+            spares = sorted([*self._spare_caches, *buffers], key=lambda a: a.size, reverse=True)
+            self._spare_caches = spares[: 4 * self.layers]
 
     @property
     def aligner(self) -> ort.InferenceSession:
@@ -205,7 +261,9 @@ class OrtDecoder:
     by sentence (a sentence's beams are contiguous), so the cross keys/values hold one entry per sentence.
     """
 
-    def __init__(self, sessions: ModelSessions, encoded: EncoderOutput, capacity: int = 64) -> None:
+    def __init__(
+        self, sessions: ModelSessions, encoded: EncoderOutput, capacity: int = 64, *, consume: bool = False
+    ) -> None:
         self.s = sessions
         self.cross_bias = np.ascontiguousarray(encoded.cross_bias)
         self.cross = [np.ascontiguousarray(a) for a in encoded.cross]
@@ -222,12 +280,15 @@ class OrtDecoder:
         self.position = 0
         self.capacity = max(1, capacity)
         self._cache: list[np.ndarray] = []  # allocated on the first step (a beam search first widens the batch)
+        self._flat: list[np.ndarray] = []  # the flat buffers the cache arrays are views of
+        self._pointers: list[int] = []  # their data addresses (a row slice starts at the same address)
         self._scores = np.empty((2, 0, self.width), dtype=np.float32)
         self._spread: list[np.ndarray | None] = [None, None]  # shortlist only: [rows, vocab] logits, log-probs
         self._session: ort.InferenceSession | None = None  # the session of the current row count (_use)
-        self._ios: dict[int, ort.IOBinding] = {}
+        self._bindings: dict[int, _Binding] = {}
         self._cross_bound = False
-        self._owns_cross = False  # the cross arrays are the encoder's until the first reorder copies them
+        # The cross arrays are the encoder's until the first reorder copies them (unless the caller gave them).
+        self._owns_cross = consume
         self._bound: tuple[int, int, bool] | None = None  # (rows, buffer generation, logits) of the binding
         self._bound_k = 0  # the top_k the top-k outputs are bound for (their shape is [rows, top_k])
         self._generation = 0  # bumped whenever the buffers are reallocated
@@ -235,6 +296,20 @@ class OrtDecoder:
         self._position = np.zeros(1, dtype=np.int64)
         self._top_k = np.ones(1, dtype=np.int64)
         self._top = (np.empty((0, 1), dtype=np.float32), np.empty((0, 1), dtype=np.int64))  # top-k outputs
+        self._released = False
+
+    def __enter__(self) -> OrtDecoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Hand the cache buffers to the sessions' next decoder; this decoder cannot step again."""
+        if not self._released:
+            self._released = True
+            self.s.give_back_caches(self._flat)
+            self._cache, self._flat, self._pointers = [], [], []
 
     @property
     def past(self) -> list[np.ndarray]:
@@ -243,11 +318,15 @@ class OrtDecoder:
 
     def _allocate(self, rows: int, capacity: int) -> None:
         shape = (rows, self.s.heads, capacity, self.s.cache_head_dim)
-        # np.zeros maps fresh pages lazily: the unused tail of the capacity costs no memory.
-        cache = [np.zeros(shape, dtype=self.s.cache_dtype) for _ in range(2 * self.s.layers)]
+        size = rows * self.s.heads * capacity * self.s.cache_head_dim
+        flat = self.s.take_caches(2 * self.s.layers, size, self.s.cache_dtype)
+        cache = [buffer[:size].reshape(shape) for buffer in flat]
         for new, old in zip(cache, self._cache, strict=False):
             new[: self.rows, :, : self.position] = old[: self.rows, :, : self.position]
-        self._cache, self.capacity = cache, capacity
+        if self._flat:
+            self.s.give_back_caches(self._flat)
+        self._cache, self._flat, self.capacity = cache, flat, capacity
+        self._pointers = [c.ctypes.data for c in cache]
         self._scores = np.empty((2, rows, self.width), dtype=np.float32)
         self._spread = [None, None]
         self._ids = np.zeros((rows, 1), dtype=np.int64)
@@ -260,19 +339,20 @@ class OrtDecoder:
         session = serial if serial is not None and rows <= self.s.serial_rows else self.s.decoder
         if session is not self._session:
             self._session = session
-            self._io = self._ios.setdefault(id(session), session.io_binding())
+            binding = self._bindings.get(id(session))
+            if binding is None:
+                binding = self._bindings[id(session)] = _Binding(session)
+            self._binding = binding
             self._cross_bound, self._bound, self._bound_k = False, None, 0
         return session
-
-    def _bind(self, name: str, array: np.ndarray, output: bool = False) -> None:
-        bind = self._io.bind_output if output else self._io.bind_input
-        bind(name, "cpu", 0, array.dtype.type, list(array.shape), array.ctypes.data)
 
     def step(self, tokens: np.ndarray, top_k: int = 1, logits: bool = True) -> Step:
         """Feed one token per row; return this step's scores (see :class:`enzh.runtime.decoding.Step`). With
         ``logits=False`` the logits are not kept: ONNX Runtime writes them and then, in place, their
         log-softmax into the same buffer (one ``[rows, vocab]`` array less)."""
         rows = self.rows
+        if self._released:
+            raise RuntimeError("step() on a released decoder")
         if len(tokens) != rows:
             raise ValueError(f"step() got {len(tokens)} tokens for {rows} rows")
         if not self._cache or len(self._cache[0]) < rows or self.position >= self.capacity:
@@ -280,26 +360,28 @@ class OrtDecoder:
                 max(rows, len(self._cache[0]) if self._cache else 0), max(self.capacity, 2 * self.position, 1)
             )
         session = self._use(rows)
-        io = self._io
+        binding = self._binding
         if not self._cross_bound:
-            self._bind("cross_bias", self.cross_bias)
+            binding.input("cross_bias", self.cross_bias)
             for name, array in zip(self.s._cross_names, self.cross, strict=True):
-                self._bind(name, array)
+                binding.input(name, array)
             if self.selection is not None:  # the same columns for every step of this batch
                 for name, array in self.selection.feeds.items():
-                    self._bind(name, array)
+                    binding.input(name, array)
             self._cross_bound = True
         if self._bound != (rows, self._generation, logits):
             # (Re)bind what lives in preallocated buffers; later steps only write into them.
-            io.clear_binding_outputs()
-            self._bind("input_ids", self._ids[:rows])
-            self._bind("position", self._position)
-            self._bind("top_k", self._top_k)
-            for name, out_name, cache in zip(self.s._past_names, self.s._present_names, self._cache, strict=True):
-                self._bind(name, cache[:rows])
-                self._bind(out_name, cache[:rows], output=True)
-            self._bind("logits", self._scores[0 if logits else 1, :rows], output=True)
-            self._bind("log_probs", self._scores[1, :rows], output=True)
+            binding.io.clear_binding_outputs()
+            binding.input("input_ids", self._ids[:rows])
+            binding.input("position", self._position)
+            binding.input("top_k", self._top_k)
+            names = zip(self.s._past_names, self.s._present_names, self._cache, self._pointers, strict=True)
+            for name, out_name, cache, pointer in names:
+                view = cache[:rows]
+                binding.input(name, view, pointer)
+                binding.output(out_name, view, pointer)
+            binding.output("logits", self._scores[0 if logits else 1, :rows])
+            binding.output("log_probs", self._scores[1, :rows])
             self._bound = (rows, self._generation, logits)
             self._bound_k = 0
         k = min(max(1, top_k), self.scored)  # TopK runs over the scored tokens only
@@ -308,14 +390,14 @@ class OrtDecoder:
             # e.g. when min_length is reached and eos stops being banned. (Bound arrays, not ONNX Runtime's own
             # outputs: no get_outputs() and no OrtValue wrappers per step.)
             self._top = (np.empty((rows, k), dtype=np.float32), np.empty((rows, k), dtype=np.int64))
-            self._bind("top_log_probs", self._top[0], output=True)
-            self._bind("top_ids", self._top[1], output=True)
+            binding.output("top_log_probs", self._top[0])
+            binding.output("top_ids", self._top[1])
             self._bound_k = k
         self._ids[:rows, 0] = tokens
         self.s.fill_rows(self._ids[:rows])
         self._position[0] = self.position
         self._top_k[0] = k
-        session.run_with_iobinding(io)
+        session.run_with_iobinding(binding.io)
         self.position += 1
         return Step(
             logits=self._scores_of(0, rows) if logits else None,
@@ -342,9 +424,8 @@ class OrtDecoder:
         copied, and the arrays become their first len(keep) entries (still contiguous)."""
         arrays = [self.cross_bias, *self.cross]
         if self._owns_cross and len(keep) <= len(self.cross_bias):
-            moved = np.flatnonzero(keep != np.arange(len(keep)))
-            for array in arrays:
-                array[moved] = array[keep[moved]]
+            moved = (keep != np.arange(len(keep))).nonzero()[0]
+            _copy_rows(arrays, moved, keep[moved])
             arrays = [array[: len(keep)] for array in arrays]
         else:
             arrays = [np.ascontiguousarray(array[keep]) for array in arrays]
@@ -352,32 +433,56 @@ class OrtDecoder:
         self.cross_bias, self.cross = arrays[0], arrays[1:]
         self._cross_bound = False
 
+    def _cross_entries(self, rows: np.ndarray) -> np.ndarray | None:
+        """The cross entries the new rows need, in order (None: the current ones, unchanged), and the new rows'
+        entries. If every sentence's rows stay contiguous and equally many, one entry per sentence (a beam
+        reorder within sentences changes nothing); otherwise every row gets its own entry."""
+        count = len(rows)
+        entries = len(self.cross_bias)
+        if len(self._row_sentence) == entries and count <= entries:
+            # One row per entry (greedy search): distinct rows keep their own entries, in their new order.
+            seen = np.zeros(entries, dtype=bool)
+            seen[rows] = True
+            if int(seen.sum()) == count:
+                self._row_sentence = np.arange(count)
+                return rows
+        owners = self._row_sentence[rows]
+        if count == len(self._row_sentence) and np.array_equal(owners, self._row_sentence):
+            return None  # every row stays with its sentence's entry (beam search's reorder within sentences)
+        sentences = owners[np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))]
+        per = count // max(1, len(sentences))
+        if len(np.unique(sentences)) == len(sentences) and np.array_equal(owners, np.repeat(sentences, per)):
+            self._row_sentence = np.repeat(np.arange(len(sentences)), per)
+            return sentences
+        self._row_sentence = np.arange(count)
+        return owners
+
     def reorder(self, rows: np.ndarray) -> None:
         """New row i = old row rows[i]: copies the cache rows that change; cross entries follow sentences."""
         rows = np.asarray(rows, dtype=np.int64)
         count = len(rows)
-        # Cross keys/values: if every sentence's rows stay contiguous and equally many, keep one entry per
-        # sentence (a beam reorder within sentences changes nothing); otherwise give every row its own entry.
-        owners = self._row_sentence[rows]
-        if count == len(self._row_sentence) and np.array_equal(owners, self._row_sentence):
-            keep = None  # every row stays with its sentence's entry (beam search's reorder within sentences)
-        else:
-            sentences = owners[np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))]
-            per = count // max(1, len(sentences))
-            if len(np.unique(sentences)) == len(sentences) and np.array_equal(owners, np.repeat(sentences, per)):
-                keep = sentences
-                self._row_sentence = np.repeat(np.arange(len(sentences)), per)
-            else:
-                keep = owners
-                self._row_sentence = np.arange(count)
+        keep = self._cross_entries(rows)
         if keep is not None and not np.array_equal(keep, np.arange(len(self.cross_bias))):
             self._gather_cross(keep)
         # Self-attention cache: only rows whose source row differs are copied, and only the filled positions.
         if self._cache and self.position:
             if count > len(self._cache[0]):
                 self._allocate(count, self.capacity)
-            moved = np.flatnonzero(rows != np.arange(count))
+            moved = (rows != np.arange(count)).nonzero()[0]
             if len(moved):
-                for cache in self._cache:
-                    cache[moved, :, : self.position] = cache[rows[moved], :, : self.position]
+                _copy_rows([cache[:, :, : self.position] for cache in self._cache], moved, rows[moved])
         self.rows = count
+
+
+def _copy_rows(arrays: list[np.ndarray], targets: np.ndarray, sources: np.ndarray) -> None:
+    """``array[targets] = array[sources]`` for every array. A few rows that do not overlap (rows from the end of
+    a batch filling the places of dropped ones) are copied one slice each, cheaper than fancy indexing."""
+    if not len(targets):
+        return
+    if len(targets) <= 4 and sources.min() > targets.max():
+        for target, source in zip(targets.tolist(), sources.tolist(), strict=True):
+            for array in arrays:
+                array[target] = array[source]
+    else:
+        for array in arrays:
+            array[targets] = array[sources]

@@ -311,9 +311,11 @@ class Translator:
         for batch in batches:
             settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
-            decoder = self.sessions.decoder_for(self.sessions.encode(ids, mask), capacity=settings.max_length)
-            hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
-            del decoder  # its cache is freed before the next batch is encoded (lower peak memory)
+            encoded = self.sessions.encode(ids, mask)
+            # The decoder hands its cache buffers to the next batch's when done (and may reuse encoded's arrays).
+            with self.sessions.decoder_for(encoded, capacity=settings.max_length, consume=True) as decoder:
+                hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
+            del encoded, decoder
             for i, hyps in zip(batch, hypotheses, strict=True):
                 results[i] = hyps
         return [r for r in results if r is not None]
