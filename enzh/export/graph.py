@@ -5,7 +5,8 @@ The graphs are written node by node (no tracing), so the layout is exactly what 
 * ``encoder.onnx``: ``input_ids``, ``attention_mask`` -> ``cross_bias`` (additive attention mask for the
   decoder) and, for every decoder layer, the cross-attention keys and values (``[B, H, S, dh]``). Cross-attention
   keys/values are therefore computed once per sentence.
-  Self-attention is ONNX Runtime's fused ``MultiHeadAttention``.
+  Self-attention is ONNX Runtime's fused ``MultiHeadAttention``; every other layer runs on the batch's real
+  tokens only (packed, ``[1, T, d]``), so padding costs attention and nothing else.
 * ``decoder.onnx``: one step for ``R = B x beams`` rows. ``input_ids [R, 1]``, ``position [1]``, ``top_k [1]``,
   ``cross_bias`` and the cross keys/values (one entry per sentence, shared by its beams), and the
   self-attention cache ``past_key_i``/``past_value_i [R, H, capacity, dh]`` -> ``logits`` and ``log_probs``
@@ -26,7 +27,7 @@ Export-time only: needs ``onnx`` and ``numpy``, not torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,7 +293,9 @@ def _embed(g: GraphBuilder, arch: MarianArch, table: str, ids: str, positions: s
     return g.op1("Add", [emb, positions])
 
 
-def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx.ModelProto:
+def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str, *, packed: bool = True) -> onnx.ModelProto:
+    """The encoder graph; ``packed=False`` runs padded positions through every layer too (exports before
+    packing did; kept to check packing against)."""
     g = GraphBuilder("enzh_encoder", store)
     d, heads = arch.d_model, arch.encoder_heads
     # Positions 0..S-1 of the static sinusoidal table.
@@ -305,18 +308,25 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx
     bias = g.op1("Unsqueeze", [bias, g.const([1, 2])])
     # Padded keys are left out of self-attention (MultiHeadAttention's key padding mask: 1 = attend).
     key_mask = g.op1("Cast", ["attention_mask"], to=TensorProto.INT32)
+    # Packing: every token-wise layer (projections, feed-forward, norms) runs on the batch's real tokens only,
+    # [1, T, d]; attention reads them back in the padded [B, S, .] layout. Padded positions there hold a copy of
+    # a real token (masked out as keys, their outputs never read), so real tokens get exactly the results of
+    # the padded computation, with up to a third fewer rows in a batch of mixed lengths.
+    pack, padded = _packing(g, d) if packed else (_same, _same)
+    h = pack(h)
     for i in range(arch.encoder_layers):
         p = f"encoder.{i}"
-        q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([d, d, d])], 3, axis=-1)
+        q, k, v = g.op("Split", [padded(g.linear(h, f"{p}.qkv")), g.const([d, d, d])], 3, axis=-1)
         # Fused attention on [B, S, d] inputs and output (the q scale is folded into the weights).
         ctx = g.op1("MultiHeadAttention", [q, k, v, "", key_mask], domain=MS_DOMAIN, num_heads=heads, scale=1.0)
+        ctx = pack(ctx)
         h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
         h = g.feed_forward(h, p, arch)
     outputs = [_f32("cross_bias", ["batch", 1, 1, "src_len"])]
     g.nodes.append(helper.make_node("Identity", [bias], ["cross_bias"]))
     dd = arch.d_model // arch.decoder_heads
     for i in range(arch.decoder_layers):
-        k, v = g.op("Split", [g.linear(h, f"decoder.{i}.cross_kv"), g.const([d, d])], 2, axis=-1)
+        k, v = g.op("Split", [padded(g.linear(h, f"decoder.{i}.cross_kv")), g.const([d, d])], 2, axis=-1)
         # [B, H, S, dh] both: the layout MultiHeadAttention reads as already projected keys/values.
         g.nodes.append(
             helper.make_node("Identity", [g.heads(k, arch.decoder_heads, dd, [0, 2, 1, 3])], [f"cross_key_{i}"])
@@ -330,6 +340,28 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str) -> onnx
         ]
     inputs = [_i64("input_ids", ["batch", "src_len"]), _i64("attention_mask", ["batch", "src_len"])]
     return g.model(inputs, outputs)
+
+
+def _packing(g: GraphBuilder, width: int) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """The encoder's packing of real tokens: a function from padded rows [B, S, width] to the real tokens' rows
+    [1, T, width], and one from packed rows [1, T, n] back to [B, S, n] (padded positions: packed row 0)."""
+    mask = g.op1("Reshape", ["attention_mask", g.const([-1])])
+    real = g.op1("Squeeze", [g.op1("NonZero", [mask]), g.const([0])])  # the real tokens among the B x S
+    index = g.op1("Sub", [g.op1("CumSum", [mask, g.const(0)]), g.const(1)])  # the packed row of a real token
+    spread = g.op1("Where", [g.op1("Cast", [mask], to=TensorProto.BOOL), index, g.const(0)])
+    shape = g.op1("Concat", [g.op1("Shape", ["attention_mask"]), g.const([-1])], axis=0)
+
+    def pack(rows: str) -> str:
+        return g.op1("Gather", [g.op1("Reshape", [rows, g.const([1, -1, width])]), real], axis=1)
+
+    def padded(rows: str) -> str:
+        return g.op1("Reshape", [g.op1("Gather", [rows, spread], axis=1), shape])
+
+    return pack, padded
+
+
+def _same(name: str) -> str:
+    return name
 
 
 def cache_head_size(arch: MarianArch) -> int:
