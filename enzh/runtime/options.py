@@ -6,6 +6,7 @@ where it is made, with a message that names the accepted values.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from enzh.runtime.errors import require
@@ -70,6 +71,11 @@ class RuntimeOptions:
     # Decoder steps of at most this many rows run on one thread (0: never); None: SERIAL_DECODER_ROWS for models
     # under SMALL_MODEL_PARAMETERS, else 0. Costs a second decoder session (its own packed weights).
     serial_decoder_rows: int | None = None
+    # A batch's sentences split into this many shards, decoded at once by as many threads, each on the one-thread
+    # decoder session (1: never). None: the intra-op thread count for a small model (the ones with that session)
+    # of fp32 weights, else 1. fp32 rows are computed independently, so the results are bit-identical; with
+    # int8's per-batch activation scales they would not be.
+    decode_shards: int | None = None
     # ONNX Runtime's worker threads busy-wait for the next operator by default. Off here: measured faster for
     # batch-1 decoding on the 2-core benchmark machine, where the Python search runs between decoder steps.
     spin_threads: bool = False
@@ -88,6 +94,10 @@ class RuntimeOptions:
             self.serial_decoder_rows is None or self.serial_decoder_rows >= 0,
             f"serial_decoder_rows must be None (automatic), 0 (never) or a row count, got {self.serial_decoder_rows}",
         )
+        require(
+            self.decode_shards is None or self.decode_shards >= 1,
+            f"decode_shards must be None (automatic) or a thread count >= 1 (1: no sharding), got {self.decode_shards}",
+        )
         require(len(self.providers) > 0, "providers must name at least one ONNX Runtime execution provider")
         require(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
         require(self.max_batch_size >= 1, f"max_batch_size must be >= 1, got {self.max_batch_size}")
@@ -101,6 +111,15 @@ class RuntimeOptions:
         if self.serial_decoder_rows is not None:
             return self.serial_decoder_rows
         return SERIAL_DECODER_ROWS if 0 < parameters < SMALL_MODEL_PARAMETERS else 0
+
+    def shards_for(self, parameters: int, precision: str) -> int:
+        """How many threads decode a batch's sentences at once (1: the calling thread alone) for a model of
+        ``parameters`` weights stored in ``precision``."""
+        if self.decode_shards is not None:
+            return self.decode_shards
+        if precision != "fp32" or not self.serial_rows_for(parameters):
+            return 1
+        return self.intra_op_threads or os.cpu_count() or 1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -195,11 +195,15 @@ class ModelSessions:
             selection = self.source_shortlist.select(input_ids, attention_mask)
         return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]), selection=selection)
 
-    def decoder_for(self, encoded: EncoderOutput, capacity: int = 64, *, consume: bool = False) -> OrtDecoder:
+    def decoder_for(
+        self, encoded: EncoderOutput, capacity: int = 64, *, consume: bool = False, one_thread: bool = False
+    ) -> OrtDecoder:
         """A decoder over ``encoded``; ``capacity`` = steps to reserve cache for (grows when exceeded). With
-        ``consume`` the decoder may rewrite ``encoded``'s arrays in place (the caller does not read them again).
-        Used as a context manager, the decoder hands its cache buffers to the next one when it ends."""
-        return OrtDecoder(self, encoded, capacity, consume=consume)
+        ``consume`` the decoder may rewrite ``encoded``'s arrays in place (the caller does not read them again);
+        with ``one_thread`` every step runs on the one-thread session, when the model has one (a shard of a batch
+        decoded beside others). Used as a context manager, the decoder hands its cache buffers to the next one
+        when it ends."""
+        return OrtDecoder(self, encoded, capacity, consume=consume, one_thread=one_thread)
 
     def take_caches(self, count: int, size: int, dtype: type) -> list[np.ndarray]:
         """``count`` flat cache buffers of at least ``size`` elements: spare ones first, zeros for the rest."""
@@ -262,9 +266,17 @@ class OrtDecoder:
     """
 
     def __init__(
-        self, sessions: ModelSessions, encoded: EncoderOutput, capacity: int = 64, *, consume: bool = False
+        self,
+        sessions: ModelSessions,
+        encoded: EncoderOutput,
+        capacity: int = 64,
+        *,
+        consume: bool = False,
+        one_thread: bool = False,
     ) -> None:
         self.s = sessions
+        # Steps of at most this many rows run on the one-thread session (when the model has one).
+        self._serial_rows = sessions.serial_rows if not one_thread else np.iinfo(np.int64).max
         self.cross_bias = np.ascontiguousarray(encoded.cross_bias)
         self.cross = [np.ascontiguousarray(a) for a in encoded.cross]
         self.rows = int(self.cross_bias.shape[0])
@@ -336,7 +348,7 @@ class OrtDecoder:
         """The session for a step of ``rows`` rows (the one-thread one for few rows, when the model has it); on a
         change, its own I/O binding, bound from scratch at this step."""
         serial = self.s.decoder_serial
-        session = serial if serial is not None and rows <= self.s.serial_rows else self.s.decoder
+        session = serial if serial is not None and rows <= self._serial_rows else self.s.decoder
         if session is not self._session:
             self._session = session
             binding = self._bindings.get(id(session))

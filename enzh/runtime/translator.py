@@ -27,7 +27,8 @@ from enzh.runtime.segment import (
     split_sentences,
     split_text,
 )
-from enzh.runtime.sessions import ModelSessions
+from enzh.runtime.sessions import EncoderOutput, ModelSessions
+from enzh.runtime.shards import ShardRunner, encoder_rows, shard_sentences
 from enzh.runtime.tokenizer import MarianTokenizer
 
 logger = logging.getLogger("enzh")
@@ -83,6 +84,9 @@ class Translator:
         self.adapter = MarianAdapter.from_manifest(manifest)
         self.tokenizer = MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
         self.sessions = ModelSessions(directory, manifest, options)
+        # Threads that decode a batch's sentences at once (enzh.runtime.shards; 1: the calling thread alone).
+        parameters = int(manifest.architecture.get("parameters", 0))
+        self._shards = ShardRunner(options.shards_for(parameters, manifest.precision))
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike[str] | None = None, **runtime_options: object) -> Translator:
@@ -312,13 +316,34 @@ class Translator:
             settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
             encoded = self.sessions.encode(ids, mask)
-            # The decoder hands its cache buffers to the next batch's when done (and may reuse encoded's arrays).
-            with self.sessions.decoder_for(encoded, capacity=settings.max_length, consume=True) as decoder:
-                hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
-            del encoded, decoder
+            shards = shard_sentences([len(sources[i]) for i in batch], self._shards.threads)
+            if len(shards) == 1:
+                # The decoder hands its cache buffers to the next batch's when done (and may reuse encoded's arrays).
+                with self.sessions.decoder_for(encoded, capacity=settings.max_length, consume=True) as decoder:
+                    hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
+                del decoder
+            else:
+                hypotheses = self._decode_shards(encoded, shards, settings, num_return_sequences)
+            del encoded
             for i, hyps in zip(batch, hypotheses, strict=True):
                 results[i] = hyps
         return [r for r in results if r is not None]
+
+    def _decode_shards(
+        self, encoded: EncoderOutput, shards: list[np.ndarray], settings: DecodingSettings, count: int
+    ) -> list[list[Hypothesis]]:
+        """One batch's hypotheses, its sentences decoded in shards at once (enzh.runtime.shards)."""
+
+        def decode(sentences: np.ndarray) -> list[list[Hypothesis]]:
+            part = encoder_rows(encoded, sentences)
+            with self.sessions.decoder_for(part, capacity=settings.max_length, consume=True, one_thread=True) as d:
+                return generate_nbest(d, len(sentences), settings, count)
+
+        hypotheses: list[list[Hypothesis]] = [[] for _ in range(len(encoded.cross_bias))]
+        for sentences, found in zip(shards, self._shards.map(decode, shards), strict=True):
+            for i, hyps in zip(sentences.tolist(), found, strict=True):
+                hypotheses[i] = hyps
+        return hypotheses
 
     # -- alignment (the optional aligner graph) ------------------------------------------------------------
 

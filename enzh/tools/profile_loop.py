@@ -59,7 +59,8 @@ def _load(model: Path, threads: int, profile_prefix: str | None = None) -> Any:
 
     sessions_module.session_options = with_profiling
     try:
-        return Translator.load(model, intra_op_threads=threads, inter_op_threads=1)
+        # One decoder per batch (no shards on other threads): the split below is of one thread's loop.
+        return Translator.load(model, intra_op_threads=threads, inter_op_threads=1, decode_shards=1)
     finally:
         sessions_module.session_options = original
 

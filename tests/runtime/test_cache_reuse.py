@@ -38,17 +38,19 @@ def _results(translator: Translator, sources: list[tuple[int, ...]], beams: int)
     return [[(h.token_ids, h.score) for h in hs] for hs in got]
 
 
+@pytest.mark.parametrize("shards", [1, 2])  # 2: two decoders at once, each with its own buffers
 @pytest.mark.parametrize("name", ["base", "gelu"])  # gelu: a head size of 12, its cache zero-padded to 16
-def test_reused_cache_buffers_change_nothing(tiny_export, name):
+def test_reused_cache_buffers_change_nothing(tiny_export, name, shards):
     directory = tiny_export(name)
-    reusing, fresh = Translator.load(directory), _no_spares(Translator.load(directory))
+    reusing = Translator.load(directory, intra_op_threads=2, decode_shards=shards)
+    fresh = _no_spares(Translator.load(directory, decode_shards=1))
     rng = np.random.default_rng(3)
     eos = reusing.adapter.eos_token_id
     sources = [(*rng.integers(5, 60, size=n).tolist(), eos) for n in (3, 9, 5, 12, 7, 4, 10, 6)]
     # The largest call first (all sources, 4 beams): every later decoder fits in the buffers it hands back.
     _results(reusing, sources, 4)
     layers = reusing.sessions.layers
-    assert len(reusing.sessions._spare_caches) == 2 * layers
+    assert len(reusing.sessions._spare_caches) == shards * 2 * layers
     for beams, batch in ((1, sources[:3]), (4, sources[2:5]), (1, sources), (2, sources[::-1])):
         served = _poisoned_spares(reusing)
         assert _results(reusing, batch, beams) == _results(fresh, batch, beams)
@@ -58,7 +60,7 @@ def test_reused_cache_buffers_change_nothing(tiny_export, name):
 
 def test_demo_batches_reuse_buffers_bit_for_bit(demo_dir):
     """Batch after batch of the demo's sentences (the translator splits them by length), greedy and beam 4."""
-    reusing, fresh = Translator.load(demo_dir), _no_spares(Translator.load(demo_dir))
+    reusing, fresh = Translator.load(demo_dir, decode_shards=1), _no_spares(Translator.load(demo_dir))
     texts = [line.split("\t")[0] for line in (demo_dir / "test.tsv").read_text("utf-8").splitlines()[:40]]
     sources = [tuple(reusing.tokenizer.encode(f">>cmn_Hans<< {t}")) for t in texts]
     _results(reusing, sources, 4)  # the largest buffers first: every later decoder fits in them

@@ -1,0 +1,72 @@
+"""A batch decoded on several threads at once: its sentences split into shards, one decoder each.
+
+A small model's decoder step is too short for ONNX Runtime's thread pool to pay (its second thread wakes up for
+every small matrix product), so those steps run on one thread (``RuntimeOptions.serial_decoder_rows``). Shards
+put the other cores to work instead: each thread decodes its share of the sentences on the one-thread session
+while the others decode theirs (ONNX Runtime releases the GIL while it runs a step). The encoder still runs once
+for the whole batch, and every shard reads its sentences' entries of the encoder's outputs. fp32 rows are
+computed independently of each other, so a sentence gets the tokens and scores it gets in the whole batch, bit
+for bit (``RuntimeOptions.shards_for`` shards nothing else).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TypeVar
+
+import numpy as np
+
+from enzh.runtime.sessions import EncoderOutput
+
+T = TypeVar("T")
+
+
+def shard_sentences(lengths: Sequence[int], shards: int) -> list[np.ndarray]:
+    """The sentences (indices into ``lengths``) of at most ``shards`` shards of similar work: longest source
+    first, dealt in turn (a shard runs until its longest sentence ends, and longer sources tend to have longer
+    translations); each shard's indices in ascending order."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    count = max(1, min(shards, len(order)))
+    return [np.sort(order[i::count]) for i in range(count)]
+
+
+def encoder_rows(encoded: EncoderOutput, sentences: np.ndarray) -> EncoderOutput:
+    """The encoder's outputs of some of the batch's sentences (copies; a source shortlist's selection, made for
+    the whole batch, is shared)."""
+    return EncoderOutput(
+        cross_bias=encoded.cross_bias[sentences],
+        cross=[array[sentences] for array in encoded.cross],
+        selection=encoded.selection,
+    )
+
+
+class ShardRunner:
+    """Runs a function on every shard at once: the first on the calling thread, the others on worker threads
+    (started on first use, kept for later batches)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def map(self, function: Callable[[np.ndarray], T], shards: Sequence[np.ndarray]) -> list[T]:
+        """``[function(shard) for shard in shards]``, the shards run concurrently. An exception is raised once
+        every shard has ended (no decoder is left running)."""
+        if len(shards) == 1:
+            return [function(shards[0])]
+        pool = self._executor()
+        others = [pool.submit(function, shard) for shard in shards[1:]]
+        try:
+            first = function(shards[0])
+        except BaseException:
+            wait(others)
+            raise
+        return [first, *(future.result() for future in others)]
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max(1, self.threads - 1), thread_name_prefix="enzh-shard")
+            return self._pool

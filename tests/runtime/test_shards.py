@@ -1,0 +1,83 @@
+"""A small fp32 model decodes a batch's sentences in shards on several threads: same n-best lists, tokens and
+scores bit for bit as one decoder over the whole batch."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from enzh.runtime.errors import OptionsError
+from enzh.runtime.options import SMALL_MODEL_PARAMETERS, RuntimeOptions
+from enzh.runtime.shards import ShardRunner, shard_sentences
+from enzh.runtime.translator import Translator
+
+
+def test_shards_for_each_model_and_setting():
+    small = SMALL_MODEL_PARAMETERS - 1
+    assert RuntimeOptions(intra_op_threads=2).shards_for(small, "fp32") == 2
+    assert RuntimeOptions(intra_op_threads=3).shards_for(small, "fp32") == 3
+    assert RuntimeOptions(intra_op_threads=2).shards_for(small, "int8") == 1  # per-batch activation scales
+    assert RuntimeOptions(intra_op_threads=2).shards_for(77_943_296, "fp32") == 1  # large: ORT's own threads pay
+    assert RuntimeOptions(intra_op_threads=1).shards_for(small, "fp32") == 1
+    assert RuntimeOptions(intra_op_threads=2, serial_decoder_rows=0).shards_for(small, "fp32") == 1
+    assert RuntimeOptions(intra_op_threads=1, decode_shards=2).shards_for(77_943_296, "int8") == 2
+    with pytest.raises(OptionsError, match="decode_shards must be None .automatic. or a thread count >= 1"):
+        RuntimeOptions(decode_shards=0)
+
+
+def test_shard_sentences_deals_longest_first():
+    assert [s.tolist() for s in shard_sentences([3, 9, 5, 12, 7], 2)] == [[0, 3, 4], [1, 2]]
+    assert [s.tolist() for s in shard_sentences([4, 4, 4], 2)] == [[0, 2], [1]]
+    assert [s.tolist() for s in shard_sentences([4], 2)] == [[0]]
+    assert [s.tolist() for s in shard_sentences([1, 2, 3], 8)] == [[2], [1], [0]]
+
+
+def _sources(translator: Translator, count: int) -> list[tuple[int, ...]]:
+    lines = (translator.directory / "test.tsv").read_text("utf-8").splitlines()[:count]
+    return [tuple(translator.tokenizer.encode(f">>cmn_Hans<< {line.split(chr(9))[0]}")) for line in lines]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_sharded_batches_equal_one_decoder(demo_dir, threads):
+    sharded = Translator.load(demo_dir, intra_op_threads=threads)
+    whole = Translator.load(demo_dir, intra_op_threads=threads, decode_shards=1)
+    assert sharded._shards.threads == threads and whole._shards.threads == 1
+    sources = _sources(whole, 37)
+    decoded_on: set[str] = set()
+    step = sharded.sessions.decoder_serial.run_with_iobinding
+    sharded.sessions.decoder_serial.run_with_iobinding = lambda io: (
+        decoded_on.add(threading.current_thread().name),
+        step(io),
+    )[1]
+    for beams, batch in ((1, sources), (4, sources[:20]), (1, sources[:2]), (2, sources[5:8])):
+        got = sharded.generate_nbest_ids(batch, beam_size=beams, num_return_sequences=beams)
+        want = whole.generate_nbest_ids(batch, beam_size=beams, num_return_sequences=beams)
+        assert [[(h.token_ids, h.score) for h in hs] for hs in got] == [
+            [(h.token_ids, h.score) for h in hs] for hs in want
+        ]
+    assert len(decoded_on) == threads  # the calling thread and every worker decoded a shard
+
+
+def test_text_translation_is_unchanged_by_shards(demo_dir):
+    sharded, whole = Translator.load(demo_dir, intra_op_threads=2), Translator.load(demo_dir, decode_shards=1)
+    texts = [line.split("\t")[0] for line in (demo_dir / "test.tsv").read_text("utf-8").splitlines()[40:70]]
+    assert sharded.translate(texts, beam_size=4) == whole.translate(texts, beam_size=4)
+
+
+def test_a_failing_shard_raises_after_every_shard_ended():
+    ended = []
+
+    def work(shard: np.ndarray) -> int:
+        if shard[0] == 0:
+            raise ValueError("shard 0 failed")
+        threading.Event().wait(0.05)
+        ended.append(int(shard[0]))
+        return int(shard[0])
+
+    runner = ShardRunner(3)
+    with pytest.raises(ValueError, match="shard 0 failed"):
+        runner.map(work, [np.array([0]), np.array([1]), np.array([2])])
+    assert sorted(ended) == [1, 2]
+    assert runner.map(work, [np.array([5]), np.array([6])]) == [5, 6]
