@@ -127,12 +127,18 @@ class ModelSessions:
         self._shared_values = values
         self.encoder = _create(directory / manifest.graphs["encoder"], options, values)
         self.decoder = _create(directory / manifest.graphs["decoder"], options, values)
-        # Small models: steps of few rows run in a one-thread session of the same graph (RuntimeOptions).
-        self.serial_rows = options.serial_rows_for(int(manifest.architecture.get("parameters", 0)))
+        # Small models: steps of few rows run in a one-thread session of the same graph (RuntimeOptions), and a
+        # batch's sentences are decoded in shards by as many threads at once, each shard encoded on its thread.
+        parameters = int(manifest.architecture.get("parameters", 0))
+        self.serial_rows = options.serial_rows_for(parameters)
+        self.shards = options.shards_for(parameters, manifest.precision)
+        serial = replace(options, intra_op_threads=1)
         self.decoder_serial = None
         if self.serial_rows:
-            serial = replace(options, intra_op_threads=1)
             self.decoder_serial = _create(directory / manifest.graphs["decoder"], serial, values)
+        self.encoder_serial = None
+        if self.shards > 1 and options.intra_op_threads != 1:
+            self.encoder_serial = _create(directory / manifest.graphs["encoder"], serial, values)
         self._aligner: ort.InferenceSession | None = None
         self._aligner_lock = threading.Lock()
         # Weight pre-packing read every page of the mapping while building its packed copy; drop those pages
@@ -185,15 +191,28 @@ class ModelSessions:
         for table in self._rows.values():
             table.fill(ids)
 
-    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray, *, select: bool = True) -> EncoderOutput:
+    @property
+    def encoder_sessions(self) -> list[ort.InferenceSession]:
+        """The encoder's sessions: the main one, and the one-thread one for shards when the model has it."""
+        return [self.encoder] if self.encoder_serial is None else [self.encoder, self.encoder_serial]
+
+    def encode(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, *, select: bool = True, one_thread: bool = False
+    ) -> EncoderOutput:
         """The encoder's outputs for a padded batch; with a source shortlist (and ``select``) also the batch's
-        candidate tokens and the projection columns its decoder reads."""
+        candidate tokens and the projection columns its decoder reads (:meth:`select`). ``one_thread``: on the
+        one-thread session, when the model has one (a shard encoded beside others)."""
         self.fill_rows(input_ids)
-        outputs = self.encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
-        selection = None
-        if self.source_shortlist is not None and select:
-            selection = self.source_shortlist.select(input_ids, attention_mask)
+        encoder = self.encoder_serial if one_thread and self.encoder_serial is not None else self.encoder
+        outputs = encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
+        selection = self.select(input_ids, attention_mask) if select else None
         return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]), selection=selection)
+
+    def select(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Selection | None:
+        """A source-shortlist variant's candidates for a padded batch (None for every other model)."""
+        if self.source_shortlist is None:
+            return None
+        return self.source_shortlist.select(input_ids, attention_mask)
 
     def decoder_for(
         self, encoded: EncoderOutput, capacity: int = 64, *, consume: bool = False, one_thread: bool = False

@@ -3,10 +3,10 @@
 A small model's decoder step is too short for ONNX Runtime's thread pool to pay (its second thread wakes up for
 every small matrix product), so those steps run on one thread (``RuntimeOptions.serial_decoder_rows``). Shards
 put the other cores to work instead: each thread decodes its share of the sentences on the one-thread session
-while the others decode theirs (ONNX Runtime releases the GIL while it runs a step). The encoder still runs once
-for the whole batch, and every shard reads its sentences' entries of the encoder's outputs. fp32 rows are
-computed independently of each other, so a sentence gets the tokens and scores it gets in the whole batch, bit
-for bit (``RuntimeOptions.shards_for`` shards nothing else).
+while the others decode theirs (ONNX Runtime releases the GIL while it runs a step). Each shard is encoded on its
+thread too, its rows padded to the whole batch's width, so that attention sees the same keys as in the whole
+batch; every other layer computes each token and each row on its own in fp32, so a sentence gets the tokens and
+scores it gets in the whole batch, bit for bit (``RuntimeOptions.shards_for`` shards nothing else).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from typing import TypeVar
 
 import numpy as np
 
-from enzh.runtime.sessions import EncoderOutput
-
 T = TypeVar("T")
 
 
@@ -30,16 +28,6 @@ def shard_sentences(lengths: Sequence[int], shards: int) -> list[np.ndarray]:
     order = np.argsort(-np.asarray(lengths), kind="stable")
     count = max(1, min(shards, len(order)))
     return [np.sort(order[i::count]) for i in range(count)]
-
-
-def encoder_rows(encoded: EncoderOutput, sentences: np.ndarray) -> EncoderOutput:
-    """The encoder's outputs of some of the batch's sentences (copies; a source shortlist's selection, made for
-    the whole batch, is shared)."""
-    return EncoderOutput(
-        cross_bias=encoded.cross_bias[sentences],
-        cross=[array[sentences] for array in encoded.cross],
-        selection=encoded.selection,
-    )
 
 
 class ShardRunner:

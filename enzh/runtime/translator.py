@@ -27,8 +27,8 @@ from enzh.runtime.segment import (
     split_sentences,
     split_text,
 )
-from enzh.runtime.sessions import EncoderOutput, ModelSessions
-from enzh.runtime.shards import ShardRunner, encoder_rows, shard_sentences
+from enzh.runtime.sessions import ModelSessions
+from enzh.runtime.shards import ShardRunner, shard_sentences
 from enzh.runtime.tokenizer import MarianTokenizer
 
 logger = logging.getLogger("enzh")
@@ -85,8 +85,7 @@ class Translator:
         self.tokenizer = MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
         self.sessions = ModelSessions(directory, manifest, options)
         # Threads that decode a batch's sentences at once (enzh.runtime.shards; 1: the calling thread alone).
-        parameters = int(manifest.architecture.get("parameters", 0))
-        self._shards = ShardRunner(options.shards_for(parameters, manifest.precision))
+        self._shards = ShardRunner(self.sessions.shards)
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike[str] | None = None, **runtime_options: object) -> Translator:
@@ -315,31 +314,34 @@ class Translator:
         for batch in batches:
             settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
-            encoded = self.sessions.encode(ids, mask)
             shards = shard_sentences([len(sources[i]) for i in batch], self._shards.threads)
             if len(shards) == 1:
+                encoded = self.sessions.encode(ids, mask)
                 # The decoder hands its cache buffers to the next batch's when done (and may reuse encoded's arrays).
                 with self.sessions.decoder_for(encoded, capacity=settings.max_length, consume=True) as decoder:
                     hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
-                del decoder
+                del encoded, decoder
             else:
-                hypotheses = self._decode_shards(encoded, shards, settings, num_return_sequences)
-            del encoded
+                hypotheses = self._decode_shards(ids, mask, shards, settings, num_return_sequences)
             for i, hyps in zip(batch, hypotheses, strict=True):
                 results[i] = hyps
         return [r for r in results if r is not None]
 
     def _decode_shards(
-        self, encoded: EncoderOutput, shards: list[np.ndarray], settings: DecodingSettings, count: int
+        self, ids: np.ndarray, mask: np.ndarray, shards: list[np.ndarray], settings: DecodingSettings, count: int
     ) -> list[list[Hypothesis]]:
-        """One batch's hypotheses, its sentences decoded in shards at once (enzh.runtime.shards)."""
+        """One padded batch's hypotheses, its sentences encoded and decoded in shards at once, every shard on its
+        own thread (enzh.runtime.shards)."""
+        selection = self.sessions.select(ids, mask)  # a source shortlist's candidates are the whole batch's
 
         def decode(sentences: np.ndarray) -> list[list[Hypothesis]]:
-            part = encoder_rows(encoded, sentences)
+            # The shard's rows keep the batch's width: the same attention as in the whole batch, bit for bit.
+            part = self.sessions.encode(ids[sentences], mask[sentences], select=False, one_thread=True)
+            part.selection = selection
             with self.sessions.decoder_for(part, capacity=settings.max_length, consume=True, one_thread=True) as d:
                 return generate_nbest(d, len(sentences), settings, count)
 
-        hypotheses: list[list[Hypothesis]] = [[] for _ in range(len(encoded.cross_bias))]
+        hypotheses: list[list[Hypothesis]] = [[] for _ in range(len(ids))]
         for sentences, found in zip(shards, self._shards.map(decode, shards), strict=True):
             for i, hyps in zip(sentences.tolist(), found, strict=True):
                 hypotheses[i] = hyps

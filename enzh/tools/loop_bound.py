@@ -83,7 +83,8 @@ def _enzh_child(config: str, sources: list[list[int]], repeats: int) -> dict[str
 
         return timed
 
-    sessions.encoder.run = in_ort(sessions.encoder.run)
+    for session in sessions.encoder_sessions:
+        session.run = in_ort(session.run)
     for session in sessions.decoder_sessions:
         session.run_with_iobinding = in_ort(session.run_with_iobinding)
     decoder_for = sessions.decoder_for

@@ -46,10 +46,16 @@ def test_sharded_batches_equal_one_decoder(demo_dir, threads):
     assert sharded._shards.threads == threads and whole._shards.threads == 1
     sources = _sources(whole, 37)
     decoded_on: set[str] = set()
+    encoded_on: set[str] = set()
     step = sharded.sessions.decoder_serial.run_with_iobinding
     sharded.sessions.decoder_serial.run_with_iobinding = lambda io: (
         decoded_on.add(threading.current_thread().name),
         step(io),
+    )[1]
+    encode = sharded.sessions.encoder_serial.run
+    sharded.sessions.encoder_serial.run = lambda names, feeds: (
+        encoded_on.add(threading.current_thread().name),
+        encode(names, feeds),
     )[1]
     for beams, batch in ((1, sources), (4, sources[:20]), (1, sources[:2]), (2, sources[5:8])):
         got = sharded.generate_nbest_ids(batch, beam_size=beams, num_return_sequences=beams)
@@ -57,7 +63,9 @@ def test_sharded_batches_equal_one_decoder(demo_dir, threads):
         assert [[(h.token_ids, h.score) for h in hs] for hs in got] == [
             [(h.token_ids, h.score) for h in hs] for hs in want
         ]
-    assert len(decoded_on) == threads  # the calling thread and every worker decoded a shard
+    # The calling thread and every worker encoded and decoded a shard, each on a one-thread session.
+    assert len(decoded_on) == len(encoded_on) == threads
+    assert whole.sessions.encoder_serial is None
 
 
 def test_text_translation_is_unchanged_by_shards(demo_dir):
