@@ -11,6 +11,7 @@ scores it gets in the whole batch, bit for bit (``RuntimeOptions.shards_for`` sh
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -37,6 +38,7 @@ class ShardRunner:
     def __init__(self, threads: int) -> None:
         self.threads = threads
         self._pool: ThreadPoolExecutor | None = None
+        self._pid = 0  # the process that started the workers (a forked child has none of them)
         self._lock = threading.Lock()
 
     def map(self, function: Callable[[np.ndarray], T], shards: Sequence[np.ndarray]) -> list[T]:
@@ -55,6 +57,7 @@ class ShardRunner:
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
-            if self._pool is None:
+            if self._pool is None or self._pid != os.getpid():
                 self._pool = ThreadPoolExecutor(max(1, self.threads - 1), thread_name_prefix="enzh-shard")
+                self._pid = os.getpid()
             return self._pool

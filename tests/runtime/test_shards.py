@@ -3,6 +3,9 @@ scores bit for bit as one decoder over the whole batch."""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 import threading
 
 import numpy as np
@@ -89,3 +92,26 @@ def test_a_failing_shard_raises_after_every_shard_ended():
         runner.map(work, [np.array([0]), np.array([1]), np.array([2])])
     assert sorted(ended) == [1, 2]
     assert runner.map(work, [np.array([5]), np.array([6])]) == [5, 6]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_starts_its_own_workers(demo_dir):
+    """A translator used before fork() translates in the child too (the parent's worker threads are not there)."""
+    translator = Translator.load(demo_dir, intra_op_threads=2)
+    sources = _sources(translator, 6)
+    want = [h.token_ids for h in translator.generate_ids(sources)]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it got the parent's tokens, then leave at once
+        try:
+            got = [h.token_ids for h in translator.generate_ids(sources)]
+            os.write(write, b"same" if got == want else b"different")
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 120)  # a child stuck waiting for absent workers: killed, failed
+    answer = os.read(read, 16) if ready else b"no answer in 120 s"
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert answer == b"same"
