@@ -316,7 +316,9 @@ class Translator:
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
             shards = shard_sentences([len(sources[i]) for i in batch], self._shards.threads)
             if len(shards) == 1:
-                encoded = self.sessions.encode(ids, mask)
+                # One sentence: its encoder run is too small for a second thread too (the one-thread session,
+                # when the model has one: small fp32 models).
+                encoded = self.sessions.encode(ids, mask, one_thread=len(batch) == 1)
                 # The decoder hands its cache buffers to the next batch's when done (and may reuse encoded's arrays).
                 with self.sessions.decoder_for(encoded, capacity=settings.max_length, consume=True) as decoder:
                     hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)

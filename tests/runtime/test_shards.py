@@ -71,6 +71,21 @@ def test_sharded_batches_equal_one_decoder(demo_dir, threads):
     assert whole.sessions.encoder_serial is None
 
 
+def test_one_sentence_is_encoded_on_one_thread(demo_dir):
+    """A batch of one sentence is not sharded, but its encoder run uses the one-thread session: same results."""
+    sharded, whole = Translator.load(demo_dir, intra_op_threads=2), Translator.load(demo_dir, decode_shards=1)
+    runs = []
+    encode = sharded.sessions.encoder_serial.run
+    sharded.sessions.encoder_serial.run = lambda names, feeds: (
+        runs.append(len(feeds["input_ids"])),
+        encode(names, feeds),
+    )[1]
+    for source in _sources(whole, 5):
+        got, want = sharded.generate_ids([source], beam_size=4), whole.generate_ids([source], beam_size=4)
+        assert [(h.token_ids, h.score) for h in got] == [(h.token_ids, h.score) for h in want]
+    assert runs == [1] * 5
+
+
 def test_text_translation_is_unchanged_by_shards(demo_dir):
     sharded, whole = Translator.load(demo_dir, intra_op_threads=2), Translator.load(demo_dir, decode_shards=1)
     texts = [line.split("\t")[0] for line in (demo_dir / "test.tsv").read_text("utf-8").splitlines()[40:70]]
