@@ -177,7 +177,8 @@ class ModelSessions:
         self._past_names = [n for i in range(self.layers) for n in (f"past_key_{i}", f"past_value_{i}")]
         self._present_names = [n for i in range(self.layers) for n in (f"present_key_{i}", f"present_value_{i}")]
         # Cache buffers handed back by finished decoders, reused by the next (fresh ones cost a page fault per
-        # touched page, inside the first steps' runs): flat arrays, at most two decoders' worth.
+        # touched page, inside the first steps' runs): flat arrays, as many decoders' worth as run at once
+        # (shards), at least two.
         self._spare_caches: list[np.ndarray] = []
         self._spare_lock = threading.Lock()
 
@@ -236,10 +237,11 @@ class ModelSessions:
         return taken + [np.zeros(size, dtype=dtype) for _ in range(count - len(taken))]
 
     def give_back_caches(self, buffers: list[np.ndarray]) -> None:
-        """Keep a finished decoder's flat cache buffers for the next decoder (the largest two decoders' worth)."""
+        """Keep a finished decoder's flat cache buffers for the next decoder (the largest ones, as many decoders'
+        worth as run at once, at least two)."""
         with self._spare_lock:
             spares = sorted([*self._spare_caches, *buffers], key=lambda a: a.size, reverse=True)
-            self._spare_caches = spares[: 4 * self.layers]
+            self._spare_caches = spares[: 2 * self.layers * max(2, self.shards)]
 
     @property
     def aligner(self) -> ort.InferenceSession:
@@ -465,9 +467,9 @@ class OrtDecoder:
         self._cross_bound = False
 
     def _cross_entries(self, rows: np.ndarray) -> np.ndarray | None:
-        """The cross entries the new rows need, in order (None: the current ones, unchanged), and the new rows'
-        entries. If every sentence's rows stay contiguous and equally many, one entry per sentence (a beam
-        reorder within sentences changes nothing); otherwise every row gets its own entry."""
+        """The cross entries the new rows need, in order (None: the current ones, unchanged); records which entry
+        each new row reads. If every sentence's rows stay contiguous and equally many, one entry per sentence (a
+        beam reorder within sentences changes nothing); otherwise every row gets its own entry."""
         count = len(rows)
         entries = len(self.cross_bias)
         if len(self._row_sentence) == entries and count <= entries:

@@ -50,9 +50,8 @@ class ShardRunner:
         others = [pool.submit(function, shard) for shard in shards[1:]]
         try:
             first = function(shards[0])
-        except BaseException:
+        finally:
             wait(others)
-            raise
         return [first, *(future.result() for future in others)]
 
     def _executor(self) -> ThreadPoolExecutor:

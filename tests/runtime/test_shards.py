@@ -98,7 +98,7 @@ def test_a_failing_shard_raises_after_every_shard_ended():
     def work(shard: np.ndarray) -> int:
         if shard[0] == 0:
             raise ValueError("shard 0 failed")
-        threading.Event().wait(0.05)
+        threading.Event().wait(0.2 if shard[0] == 2 else 0.0)  # shard 2 is the slow one
         ended.append(int(shard[0]))
         return int(shard[0])
 
@@ -106,6 +106,10 @@ def test_a_failing_shard_raises_after_every_shard_ended():
     with pytest.raises(ValueError, match="shard 0 failed"):
         runner.map(work, [np.array([0]), np.array([1]), np.array([2])])
     assert sorted(ended) == [1, 2]
+    ended.clear()
+    with pytest.raises(ValueError, match="shard 0 failed"):  # a worker's shard fails, the last one still runs
+        runner.map(work, [np.array([7]), np.array([0]), np.array([2])])
+    assert sorted(ended) == [2, 7]
     assert runner.map(work, [np.array([5]), np.array([6])]) == [5, 6]
 
 
