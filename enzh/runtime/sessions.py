@@ -227,12 +227,10 @@ class ModelSessions:
 
     def take_caches(self, count: int, size: int, dtype: type) -> list[np.ndarray]:
         """``count`` flat cache buffers of at least ``size`` elements: spare ones first, zeros for the rest."""
-        taken: list[np.ndarray] = []
         with self._spare_lock:
-            fitting = [a for a in self._spare_caches if a.size >= size and a.dtype == dtype]
-            taken = sorted(fitting, key=lambda a: a.size)[:count]
             # Spares too small for this decoder are dropped rather than kept beside new ones (peak memory).
-            self._spare_caches = [a for a in fitting if not any(a is t for t in taken)]
+            fitting = sorted((a for a in self._spare_caches if a.size >= size and a.dtype == dtype), key=len)
+            taken, self._spare_caches = fitting[:count], fitting[count:]
         # np.zeros maps fresh pages lazily: the unused tail of the capacity costs no memory.
         return taken + [np.zeros(size, dtype=dtype) for _ in range(count - len(taken))]
 

@@ -314,34 +314,33 @@ class Translator:
         for batch in batches:
             settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
             ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
-            shards = shard_sentences([len(sources[i]) for i in batch], self._shards.threads)
-            if len(shards) == 1:
-                # One sentence: its encoder run is too small for a second thread too (the one-thread session,
-                # when the model has one: small fp32 models).
-                encoded = self.sessions.encode(ids, mask, one_thread=len(batch) == 1)
-                # The decoder hands its cache buffers to the next batch's when done (and may reuse encoded's arrays).
-                with self.sessions.decoder_for(encoded, capacity=settings.max_length, consume=True) as decoder:
-                    hypotheses = generate_nbest(decoder, len(batch), settings, num_return_sequences)
-                del encoded, decoder
-            else:
-                hypotheses = self._decode_shards(ids, mask, shards, settings, num_return_sequences)
+            hypotheses = self._decode_batch(ids, mask, [len(sources[i]) for i in batch], settings, num_return_sequences)
             for i, hyps in zip(batch, hypotheses, strict=True):
                 results[i] = hyps
         return [r for r in results if r is not None]
 
-    def _decode_shards(
-        self, ids: np.ndarray, mask: np.ndarray, shards: list[np.ndarray], settings: DecodingSettings, count: int
+    def _decode_batch(
+        self, ids: np.ndarray, mask: np.ndarray, lengths: list[int], settings: DecodingSettings, count: int
     ) -> list[list[Hypothesis]]:
-        """One padded batch's hypotheses, its sentences encoded and decoded in shards at once, every shard on its
-        own thread (enzh.runtime.shards)."""
+        """One padded batch's hypotheses. A small fp32 model's sentences are encoded and decoded in shards at once,
+        each on its own thread and one-thread sessions (enzh.runtime.shards); every other batch is one shard."""
+        shards = shard_sentences(lengths, self._shards.threads)
+        sharded = len(shards) > 1
+        # One sentence: its encoder run is too small for a second thread too (the one-thread session, when the
+        # model has one: small fp32 models).
+        one_thread_encoder = sharded or len(ids) == 1
         selection = self.sessions.select(ids, mask)  # a source shortlist's candidates are the whole batch's
 
         def decode(sentences: np.ndarray) -> list[list[Hypothesis]]:
-            # The shard's rows keep the batch's width: the same attention as in the whole batch, bit for bit.
-            part = self.sessions.encode(ids[sentences], mask[sentences], select=False, one_thread=True)
+            # A shard's rows keep the batch's width: the same attention as in the whole batch, bit for bit.
+            rows = (ids[sentences], mask[sentences]) if sharded else (ids, mask)
+            part = self.sessions.encode(*rows, select=False, one_thread=one_thread_encoder)
             part.selection = selection
-            with self.sessions.decoder_for(part, capacity=settings.max_length, consume=True, one_thread=True) as d:
-                return generate_nbest(d, len(sentences), settings, count)
+            # The decoder hands its cache buffers to the next one when done (and may reuse part's arrays).
+            with self.sessions.decoder_for(
+                part, capacity=settings.max_length, consume=True, one_thread=sharded
+            ) as decoder:
+                return generate_nbest(decoder, len(sentences), settings, count)
 
         hypotheses: list[list[Hypothesis]] = [[] for _ in range(len(ids))]
         for sentences, found in zip(shards, self._shards.map(decode, shards), strict=True):
