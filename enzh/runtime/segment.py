@@ -11,11 +11,13 @@ docs/segmentation.md has the table of hard cases and how the candidates did.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 _NEWLINE = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Latin letters (with accents): a piece without one is not English (Chinese, numbers, bullets) and is kept as is.
+# A fast path; text outside ASCII is also checked by Unicode name after NFKC (full-width Ａ is A to the model).
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 # Characters after which Chinese needs no space: CJK ideographs, kana, hangul, CJK and full-width punctuation.
 _WIDE_END = re.compile(
@@ -32,8 +34,17 @@ class Piece:
 
 
 def needs_translation(text: str) -> bool:
-    """True when ``text`` has a Latin letter; text that is already Chinese passes through unchanged."""
-    return _LATIN.search(text) is not None
+    """True when ``text`` has a letter of the Latin script once NFKC-normalised as the model's SentencePiece
+    normalises it (so full-width ``Ａｂｃ`` counts); text that is already Chinese passes through unchanged."""
+    if _LATIN.search(text) is not None:
+        return True
+    if text.isascii():
+        return False
+    return any(_is_latin_letter(c) for c in unicodedata.normalize("NFKC", text))
+
+
+def _is_latin_letter(char: str) -> bool:
+    return char.isalpha() and unicodedata.name(char, "").startswith("LATIN ")
 
 
 # Chinese/Japanese sentence ends (with closing quotes or brackets after them) inside a mixed line: nupunkt

@@ -63,3 +63,23 @@ def test_chinese_text_never_reaches_the_model():
     assert translate_segmented("今天天气很好。我想要一杯咖啡。", fail) == "今天天气很好。我想要一杯咖啡。"
     assert not needs_translation("2024年3月5日 12:30")
     assert needs_translation("Café")
+
+
+@pytest.mark.parametrize(
+    ("text", "translate"),
+    [
+        ("Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ", True),  # full-width Latin: NFKC (as the model's SentencePiece) makes it ASCII
+        ("ｈｅｌｌｏ。", True),
+        ("Phở bò ngon", True),  # Latin Extended Additional (U+1EDF) next to ASCII
+        ("ǅemal", True),  # a title-case digraph: a Latin letter outside A-Z once normalised
+        ("ℌ", True),  # the Letterlike Symbols block: NFKC gives H
+        ("１２３。（ｔｅｓｔ无）", True),
+        ("１２３，４５６。", False),  # full-width digits and punctuation only
+        ("Ωμέγα λέξη", False),  # Greek: not the source language's script
+        ("Привет", False),
+        ("今天天气很好。①②③ ㊀", False),
+        ("", False),
+    ],
+)
+def test_only_text_without_latin_letters_passes_through(text, translate):
+    assert needs_translation(text) is translate
