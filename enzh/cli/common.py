@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from enzh.quantize.settings import INT8_WEIGHTS
 from enzh.runtime.manifest import CACHES, PRECISIONS
 
 
@@ -35,6 +36,12 @@ def add_precision_flags(p: argparse.ArgumentParser, default: str | None) -> None
     )
     p.add_argument("--accuracy-level", type=int, help="int8/int4 MatMulNBits compute type (4 = int8, default)")
     p.add_argument(
+        "--int8-weights",
+        choices=list(INT8_WEIGHTS),
+        help="int8 weight codes: s7 (default: exact and fast on every x86 CPU), u8 (all 255 levels, exact "
+        "everywhere, less error, slower) or s8 (exact only on CPUs with VNNI; see docs/precision.md)",
+    )
+    p.add_argument(
         "--cache",
         choices=list(CACHES),
         help="decoder self-attention cache of a variant: float32 (default, fastest on CPU) or float16 (half the "
@@ -48,5 +55,6 @@ def quantize_settings(args: argparse.Namespace) -> dict[str, object]:
         "precision": args.precision,
         "block_size": args.block_size,
         "accuracy_level": args.accuracy_level,
+        "int8_weights": args.int8_weights,
         "cache": args.cache,
     }

@@ -12,6 +12,8 @@ from enzh.runtime.errors import QuantizeError
 # Clipping ratios tried per block at 4 bits: the scale with the least squared error wins (a slightly clipped
 # extreme buys a finer grid for the other values of the block).
 CLIP_RATIOS = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75)
+# The zero point of uint8 ("u8") weight codes: q + 128 holds the signed level q.
+U8_ZERO_POINT = 128
 
 
 def _block_scales(blocks: np.ndarray, bits: int) -> np.ndarray:
@@ -85,12 +87,19 @@ def dequantize_blocks(codes: np.ndarray, scales: np.ndarray, bits: int, k: int) 
     return (values * scales[..., None]).reshape(n, -1)[:, :k]
 
 
-def quantize_columns_int8(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``weight [K, N]`` -> (int8 ``[K, N]``, float32 scale per output column ``[N]``), symmetric, range ±127."""
+def quantize_columns_int8(weight: np.ndarray, codes: str = "s8") -> tuple[np.ndarray, np.ndarray]:
+    """``weight [K, N]`` -> (codes ``[K, N]``, float32 scale per output column ``[N]``), symmetric.
+
+    ``codes`` (:data:`enzh.quantize.settings.INT8_WEIGHTS`): ``s8`` int8 within +-127; ``u8`` the same levels
+    + 128 as uint8 (read with zero point :data:`U8_ZERO_POINT`); ``s7`` int8 within +-63.
+    """
+    levels = 63 if codes == "s7" else 127
     absmax = np.abs(weight).max(axis=0)
-    scales = np.where(absmax > 0, absmax / 127.0, 1.0).astype(np.float32)
-    q = np.clip(np.rint(weight / scales), -127, 127).astype(np.int8)
-    return q, scales
+    scales = np.where(absmax > 0, absmax / levels, 1.0).astype(np.float32)
+    q = np.clip(np.rint(weight / scales), -levels, levels)
+    if codes == "u8":
+        return (q + U8_ZERO_POINT).astype(np.uint8), scales
+    return q.astype(np.int8), scales
 
 
 def table_block(dim: int, wanted: int) -> int | None:
@@ -112,4 +121,12 @@ def linear_block(k: int, wanted: int) -> int:
     return min(wanted, cap)
 
 
-__all__ = ["dequantize_blocks", "linear_block", "pack_codes", "quantize_blocks", "quantize_columns_int8", "table_block"]
+__all__ = [
+    "U8_ZERO_POINT",
+    "dequantize_blocks",
+    "linear_block",
+    "pack_codes",
+    "quantize_blocks",
+    "quantize_columns_int8",
+    "table_block",
+]

@@ -74,6 +74,7 @@ def quantize(
     accuracy_level: int | None = None,
     linear_op: str | None = None,
     embedding: str | None = None,
+    int8_weights: str | None = None,
     cache: str | None = None,
     shortlist_ids: Sequence[int] = (),
     source_shortlist: str | os.PathLike[str] = "",
@@ -95,6 +96,7 @@ def quantize(
         accuracy_level=accuracy_level,
         linear_op=linear_op,
         embedding=embedding,
+        int8_weights=int8_weights,
         cache=cache,
         shortlist_ids=shortlist_ids,
         source_shortlist=source_shortlist,
@@ -269,6 +271,8 @@ def _record(settings: QuantizeSettings, rewriter: Rewriter, manifest: Manifest, 
         }
     else:
         record["scheme"] = "weight-only, symmetric, activations quantized per call"
+        if settings.precision != "int8":
+            record.pop("int8_weights")
         record.update(_layout(settings, rewriter))
     record.pop("shortlist_ids", None)  # recorded below, as the ids scored
     for key in ("source_shortlist", "shortlist_frequent", "shortlist_per_source", "source_shortlist_corpus"):
@@ -285,14 +289,19 @@ def _record(settings: QuantizeSettings, rewriter: Rewriter, manifest: Manifest, 
 
 def _layout(settings: QuantizeSettings, rewriter: Rewriter) -> dict[str, str]:
     """The ``linear`` and ``embedding_table`` entries of an int8/int4 record."""
+    codes = {
+        "u8": "uint8 codes with zero point 128 (u8u8 kernels)",
+        "s8": "int8 codes (u8s8 kernels)",
+        "s7": "int8 codes within +-63 (reduce_range)",
+    }[settings.int8_weights]
     if settings.precision == "int8" and settings.linear_op == "dynamic":
-        linear = "DynamicQuantizeMatMul, int8, one scale per output channel"
+        linear = f"DynamicQuantizeMatMul, int8 levels as {codes}, one scale per output channel"
     else:
         linear = f"MatMulNBits, {settings.bits}-bit, blocks of {settings.block_size} along K"
     weights = rewriter.weights
     if weights.channel_tables:
         table = (
-            "int8, one scale per token, stored once as [V, d]: Gather of rows (lookup) and "
+            f"int8 levels as {codes}, one scale per token, stored once as [V, d]: Gather of rows (lookup) and "
             "DynamicQuantizeMatMul (output projection) over its transpose, folded at load"
         )
     elif weights.tables:
@@ -341,6 +350,8 @@ def export_variant(source: str, out_dir: str | os.PathLike[str], options: Any = 
             )
         if settings.get("shortlist_ids") or settings.get("source_shortlist"):
             raise QuantizeError("a shortlist is for int8/int4 variants: add --precision int8 (or int4)")
+        if settings.get("int8_weights"):
+            raise QuantizeError("--int8-weights sets the codes of an int8 variant: add --precision int8")
         return export(source, out, options)
     prepare_out_dir(out, options.force)  # refuse a non-empty OUT_DIR before the (long) export
     with tempfile.TemporaryDirectory(prefix=".enzh-fp32-", dir=out.parent) as tmp:

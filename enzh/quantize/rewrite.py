@@ -23,6 +23,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from enzh.export.graph import MS_DOMAIN, WeightStore, sinusoidal_positions
+from enzh.quantize.blocks import U8_ZERO_POINT
 from enzh.quantize.settings import QuantizeSettings
 from enzh.quantize.weights import VariantWeights
 
@@ -257,8 +258,8 @@ class Rewriter:
             ]
         self._count("linear")
         if self.settings.precision == "int8" and self.settings.linear_op == "dynamic":
-            q_name, s_name = self.weights.columns_int8(w_name, tensor)
-            inputs = [x, q_name, s_name, "", bias] if bias else [x, q_name, s_name]
+            q_name, s_name, zero_point = self.weights.columns_int8(w_name, tensor)
+            inputs = _dynamic_inputs(x, q_name, s_name, zero_point, bias)
             return [helper.make_node("DynamicQuantizeMatMul", inputs, [out], name=name, domain=MS_DOMAIN)]
         q_name, s_name, attrs = self.weights.nbits(w_name, tensor)
         inputs = [x, q_name, s_name, "", "", bias] if bias else [x, q_name, s_name]
@@ -298,7 +299,7 @@ class Rewriter:
             columns = f"{e_name}.q_columns"
             weight = [channels.projection]
             transpose = helper.make_node("Transpose", weight, [columns], name=f"{name}_weight", perm=[1, 0])
-            inputs = [h, columns, channels.scales, "", bias] if bias else [h, columns, channels.scales]
+            inputs = _dynamic_inputs(h, columns, channels.scales, channels.zero_point, bias)
             return [transpose, helper.make_node("DynamicQuantizeMatMul", inputs, [out], name=name, domain=MS_DOMAIN)]
         table = self.weights.table(e_name, tensor)
         if table is None:
@@ -335,9 +336,16 @@ class Rewriter:
             self._count("embedding lookup")
             codes, values, scales = f"{out}.codes", f"{out}.values", f"{out}.scales"
             last = _const(constants, f"{out}.last_axis", np.array([-1], dtype=np.int64))
-            return [
+            nodes = [
                 helper.make_node("Gather", [channels.rows, ids], [codes], name=f"{name}_gather", axis=0),
                 helper.make_node("Cast", [codes], [values], name=f"{name}_cast", to=TensorProto.FLOAT),
+            ]
+            if channels.zero_point:  # uint8 codes hold level + 128
+                offset = _const(constants, f"{out}.zero_point", np.array(U8_ZERO_POINT, dtype=np.float32))
+                nodes.append(helper.make_node("Sub", [values, offset], [f"{values}.signed"], name=f"{name}_offset"))
+                values = f"{values}.signed"
+            return [
+                *nodes,
                 helper.make_node("Gather", [channels.scales, ids], [scales], name=f"{name}_scales", axis=0),
                 helper.make_node("Unsqueeze", [scales, last], [f"{scales}.last"], name=f"{name}_unsqueeze"),
                 helper.make_node("Mul", [values, f"{scales}.last"], [out], name=f"{name}_scale"),
@@ -359,6 +367,14 @@ class Rewriter:
                 quantize_axis=1,
             )
         ]
+
+
+def _dynamic_inputs(x: str, weight: str, scales: str, zero_point: str, bias: str) -> list[str]:
+    """DynamicQuantizeMatMul's inputs (A, B, b_scale, b_zero_point, bias), the optional ones left out at the end."""
+    inputs = [x, weight, scales, zero_point, bias]
+    while not inputs[-1]:
+        inputs.pop()
+    return inputs
 
 
 def _const(constants: list[TensorProto], name: str, value: np.ndarray) -> str:

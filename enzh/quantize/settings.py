@@ -20,6 +20,13 @@ DEFAULT_EMBEDDING = {"int8": "channels"}
 BLOCK_SIZES = (16, 32, 64, 128, 256)
 LINEAR_OPS = ("dynamic", "nbits")  # int8 linears: DynamicQuantizeMatMul per channel, or 8-bit MatMulNBits blocks
 EMBEDDINGS = ("quantized", "channels", "float")
+# How DynamicQuantizeMatMul's int8 weights are stored, which picks ONNX Runtime's kernel (docs/precision.md):
+# s7 = signed codes within +-63 (as ONNX Runtime's reduce_range): the u8s8 kernels, fastest everywhere (VNNI where
+# the CPU has it), and no pair of products can saturate their 16-bit sums on AVX2 / AVX-512 without VNNI: exact
+# integer arithmetic on every x86 CPU; u8 = the full 255 levels + 128 as uint8 with zero point 128: the u8u8
+# kernels, exact everywhere and the most accurate, slower (measured); s8 = the full levels as int8: exact only
+# with VNNI, saturating elsewhere (a model quantized so is not portable).
+INT8_WEIGHTS = ("s7", "u8", "s8")
 # Source-aware shortlist: target pieces kept for every batch, and per source piece (measured on the demo model,
 # docs/shortlist.md).
 DEFAULT_SHORTLIST_FREQUENT = 100
@@ -41,6 +48,12 @@ class QuantizeSettings:
       ``channels`` (int8 only: one scale per token, stored ``[V, d]`` once for the lookup and a
       DynamicQuantizeMatMul output projection over its transpose) or ``float`` (embedding and output projection
       kept fp32: larger, for comparison).
+    * ``int8_weights`` (int8 with ``linear_op="dynamic"`` or ``embedding="channels"``): how the
+      DynamicQuantizeMatMul weights are stored (:data:`INT8_WEIGHTS`): ``s7`` (default: int8 codes within +-63,
+      exact integer arithmetic and full speed on every x86 CPU), ``u8`` (uint8 codes with zero point 128: all 255
+      levels, exact everywhere, about a third less logit error than s7 and 12-34 % slower on AVX2, measured in
+      docs/precision.md) or ``s8`` (int8 codes within +-127: exact only on CPUs with VNNI; on AVX2 and AVX-512
+      without VNNI ONNX Runtime's u8s8 kernels saturate and the logits drift).
     * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
       without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
       on such CPUs; measured in docs/precision.md).
@@ -61,6 +74,7 @@ class QuantizeSettings:
     accuracy_level: int = 0
     linear_op: str = "dynamic"
     embedding: str = "quantized"
+    int8_weights: str = "s7"
     cache: str = "float32"
     shortlist_ids: tuple[int, ...] = ()
     source_shortlist: str = ""
@@ -86,6 +100,11 @@ class QuantizeSettings:
             raise QuantizeError(f"linear_op must be one of {', '.join(LINEAR_OPS)}, got {self.linear_op!r}")
         if self.embedding not in EMBEDDINGS:
             raise QuantizeError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {self.embedding!r}")
+        if self.int8_weights not in INT8_WEIGHTS:
+            raise QuantizeError(
+                f"int8_weights must be one of {', '.join(INT8_WEIGHTS)} (s7 and u8 are exact on every CPU), got "
+                f"{self.int8_weights!r}"
+            )
         object.__setattr__(self, "shortlist_ids", tuple(sorted({int(i) for i in self.shortlist_ids})))
         if self.shortlist_ids and self.shortlist_ids[0] < 0:
             raise QuantizeError(f"shortlist_ids must be token ids >= 0, got {self.shortlist_ids[0]}")
@@ -146,6 +165,7 @@ class QuantizeSettings:
         accuracy_level: int | None = None,
         linear_op: str | None = None,
         embedding: str | None = None,
+        int8_weights: str | None = None,
         cache: str | None = None,
         shortlist_ids: Sequence[int] = (),
         source_shortlist: str | os.PathLike[str] = "",
@@ -156,12 +176,18 @@ class QuantizeSettings:
         """Fill the per-precision defaults for every argument left as ``None``."""
         if precision == "int4" and linear_op not in (None, "nbits"):
             raise QuantizeError("int4 uses MatMulNBits for every linear layer; linear_op does not apply")
+        if int8_weights is not None and precision != "int8":
+            raise QuantizeError(
+                f"int8_weights (--int8-weights) sets the codes of int8 weights; an {precision} variant has none: "
+                "drop it or choose precision int8"
+            )
         return cls(
             precision=precision,
             block_size=block_size if block_size is not None else DEFAULT_BLOCK_SIZE.get(precision, 0),
             accuracy_level=accuracy_level if accuracy_level is not None else DEFAULT_ACCURACY_LEVEL.get(precision, 0),
             linear_op=linear_op or ("nbits" if precision == "int4" else "dynamic"),
             embedding=embedding or DEFAULT_EMBEDDING.get(precision, "quantized"),
+            int8_weights=int8_weights or "s7",
             cache=cache or "float32",
             shortlist_ids=tuple(shortlist_ids),
             source_shortlist=os.fspath(source_shortlist),
@@ -171,4 +197,4 @@ class QuantizeSettings:
         )
 
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "QUANTIZED", "QuantizeSettings"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "INT8_WEIGHTS", "QUANTIZED", "QuantizeSettings"]

@@ -110,7 +110,12 @@ def apply_source_shortlist(decoder: Rewritten, store: AliasingWeightStore) -> di
     if len(projection.input) > 4 and projection.input[4]:
         full["bias"] = projection.input[4]
     d_model = int(store.arrays[rows].shape[1] if rows is not None else store.arrays[full["weight"]].shape[0])
-    types = {"weight": TensorProto.INT8, "scales": TensorProto.FLOAT, "bias": TensorProto.FLOAT}
+    stored = store.arrays[rows if rows is not None else full["weight"]]
+    types = {
+        "weight": helper.np_dtype_to_tensor_dtype(stored.dtype),
+        "scales": TensorProto.FLOAT,
+        "bias": TensorProto.FLOAT,
+    }
     positions = {"weight": 1, "scales": 2, "bias": 4}
     while len(projection.input) < 5:  # a bias input even without a bias: the runtime's -inf padding columns
         projection.input.append("")

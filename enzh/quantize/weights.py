@@ -16,7 +16,14 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from enzh.export.graph import ALIGN, WeightStore
-from enzh.quantize.blocks import linear_block, pack_codes, quantize_blocks, quantize_columns_int8, table_block
+from enzh.quantize.blocks import (
+    U8_ZERO_POINT,
+    linear_block,
+    pack_codes,
+    quantize_blocks,
+    quantize_columns_int8,
+    table_block,
+)
 from enzh.quantize.settings import QuantizeSettings
 
 SMALL_ALIGN = 64  # alignment of tensors smaller than a page in weights.bin
@@ -70,11 +77,13 @@ class Table:
 class ChannelTable:
     """An int8 embedding table with one scale per token ``[V]``, stored once as rows ``[V, d]``: ``rows`` for the
     lookups (Gather of rows), ``projection`` the same bytes under a second name that only the output projection
-    reads (transposed to ``[d, V]`` in the graph, which ONNX Runtime folds at load and pre-packs)."""
+    reads (transposed to ``[d, V]`` in the graph, which ONNX Runtime folds at load and pre-packs).
+    ``zero_point``: the stored uint8 zero point of ``u8`` codes, empty for signed codes."""
 
     rows: str
     projection: str
     scales: str
+    zero_point: str
 
 
 @dataclass
@@ -99,13 +108,24 @@ class VariantWeights:
             self.store.add(half, self.source.array(tensor).astype(np.float16))
         return half
 
-    def columns_int8(self, name: str, tensor: TensorProto) -> tuple[str, str]:
-        """A linear weight ``[K, N]`` as int8 with one scale per output column (DynamicQuantizeMatMul)."""
+    def columns_int8(self, name: str, tensor: TensorProto) -> tuple[str, str, str]:
+        """A linear weight ``[K, N]`` with one scale per output column (DynamicQuantizeMatMul): the stored names of
+        its codes, scales and zero point (empty for signed codes; see ``QuantizeSettings.int8_weights``)."""
+        codes = self.settings.int8_weights
         if f"{name}.q" not in self.store.arrays:
-            q, scales = quantize_columns_int8(self.source.array(tensor))
+            q, scales = quantize_columns_int8(self.source.array(tensor), codes)
             self.store.add(f"{name}.q", q)
             self.store.add(f"{name}.scales", scales)
-        return f"{name}.q", f"{name}.scales"
+        return f"{name}.q", f"{name}.scales", self.zero_point()
+
+    def zero_point(self) -> str:
+        """The one stored zero point that every ``u8`` DynamicQuantizeMatMul weight reads ("" for signed codes)."""
+        if self.settings.int8_weights != "u8":
+            return ""
+        name = "int8.zero_point"
+        if name not in self.store.arrays:
+            self.store.add(name, np.array(U8_ZERO_POINT, dtype=np.uint8))
+        return name
 
     def nbits(self, name: str, tensor: TensorProto) -> tuple[str, str, dict[str, Any]]:
         """MatMulNBits weight, scales and attributes of a linear weight ``[K, N]`` (blocks along K)."""
@@ -141,10 +161,11 @@ class VariantWeights:
     def channel_table(self, name: str, tensor: TensorProto) -> ChannelTable:
         """Quantize an embedding table [V, d] once per token row, stored as rows [V, d] (see ChannelTable)."""
         if name not in self.channel_tables:
-            q, scales = quantize_columns_int8(self.source.array(tensor).T)
+            q, scales = quantize_columns_int8(self.source.array(tensor).T, self.settings.int8_weights)
             rows = self.store.add(f"{name}.q_rows", np.ascontiguousarray(q.T))
             projection = self.store.alias(f"{name}.q_rows.projection", rows, q.T.shape)
-            self.channel_tables[name] = ChannelTable(rows, projection, self.store.add(f"{name}.scales", scales))
+            scale_name = self.store.add(f"{name}.scales", scales)
+            self.channel_tables[name] = ChannelTable(rows, projection, scale_name, self.zero_point())
         return self.channel_tables[name]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from enzh.runtime.cpu import cpu_features
 from enzh.runtime.decoding import Step
 from enzh.runtime.lexical import BIAS_INPUT, Selection, SourceShortlist
 from enzh.runtime.manifest import Manifest, ModelDirError, map_stored
@@ -110,6 +111,25 @@ def rows_on_demand(directory: Path, manifest: Manifest) -> dict[str, RowsOnDeman
     }
 
 
+def warn_if_int8_saturates(directory: Path, manifest: Manifest) -> None:
+    """Warn when an int8 variant stores signed weight codes (``int8_weights="s8"``, or a variant written before
+    the setting existed) and this CPU's u8s8 kernels saturate (:mod:`enzh.runtime.cpu`)."""
+    quantization = manifest.quantization
+    if manifest.precision != "int8" or quantization.get("int8_weights", "s8") != "s8":
+        return
+    if "DynamicQuantizeMatMul" not in str(quantization.get("linear", "")) + str(quantization.get("embedding_table")):
+        return
+    cpu = cpu_features()
+    if cpu.u8s8_saturates:
+        logger.warning(
+            "%s stores int8 weights as signed codes, and this CPU (%s) has no VNNI: ONNX Runtime's u8s8 kernels "
+            "saturate here and the logits drift (docs/precision.md). Re-quantize it with `enzh quantize FP32_DIR "
+            "OUT --precision int8` (its default --int8-weights s7 is exact on every CPU).",
+            directory,
+            cpu.summary(),
+        )
+
+
 class ModelSessions:
     """The encoder and decoder sessions of one model directory, and its optional aligner (created on first use)."""
 
@@ -117,6 +137,7 @@ class ModelSessions:
         self.directory = directory
         self.manifest = manifest
         self.options = options
+        warn_if_int8_saturates(directory, manifest)
         # Weights used by both graphs (the embedding shared by encoder, decoder and output projection) are
         # mapped from weights.bin once and handed to both sessions, so they exist once in memory.
         self._shared = shared_weights(directory, manifest)

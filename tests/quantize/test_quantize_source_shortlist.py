@@ -173,7 +173,7 @@ def test_decoder_without_a_bias_input(no_bias_source_aware, tmp_path):
     decoder = onnx.load(str(old / "decoder.onnx"), load_external_data=False)
     projection = next(n for n in decoder.graph.node if "logits" in n.output)
     assert projection.input[4] == "shortlist_bias"
-    del projection.input[3:]
+    del projection.input[3:]  # the bias (the default s7 codes have no zero point)
     bias_input = next(i for i in decoder.graph.input if i.name == "shortlist_bias")
     decoder.graph.input.remove(bias_input)
     onnx.save(decoder, str(old / "decoder.onnx"))

@@ -156,16 +156,28 @@ def test_sizes_shrink(tiny_export, variants):
     assert ratios["int4"] < ratios["int8"] < ratios["fp16"] < 1
 
 
-def test_teacher_forced_agreement(tiny_export, variants):
-    """int8 keeps the fp32 top-1 token almost everywhere; ordering fp16 > int8 > int4 holds."""
+# int8 top-1 agreement floors. The default s7 codes (and u8) give exact integer arithmetic on every x86 CPU
+# (tests/quantize/test_int8_kernels.py), so these numbers do not depend on the CPU's int8 kernels: measured on an
+# AVX2-only AMD EPYC (no AVX-512, no VNNI): base 0.901, deep 0.985 with s7; u8 0.942 and 0.992; s8 codes there
+# saturate and give 0.697 and 0.758 (the same values as u8 on a VNNI CPU, where s8 is exact).
+INT8_FLOOR = {"base": 0.88, "deep": 0.97}
+
+
+def test_teacher_forced_agreement(tiny_export, variants, tmp_path):
+    """int8 keeps the fp32 top-1 token almost everywhere; ordering fp16 > int8 > int4 holds; u8 codes (all 255
+    levels) are closer to fp32 than the default s7 (127)."""
     ref = tiny_export("base")
     results = {p: compare_logits(ref, variants("base", p), sequences=60, threads=1) for p in VARIANTS}
     assert results["int8"].positions == 60 * 12
-    assert results["int8"].top1_agreement >= 0.88, results["int8"]
+    assert results["int8"].top1_agreement >= INT8_FLOOR["base"], results["int8"]
     assert results["fp16"].top1_agreement >= 0.99 and results["fp16"].max_abs_diff < 0.5, results["fp16"]
     assert results["fp16"].mean_abs_diff < results["int8"].mean_abs_diff < results["int4"].mean_abs_diff
     deep = compare_logits(tiny_export("deep"), variants("deep", "int8"), sequences=60, threads=1)
-    assert deep.top1_agreement >= 0.97, deep
+    assert deep.top1_agreement >= INT8_FLOOR["deep"], deep
+    quantize(ref, tmp_path / "u8", precision="int8", int8_weights="u8")
+    unsigned = compare_logits(ref, tmp_path / "u8", sequences=60, threads=1)
+    assert unsigned.mean_abs_diff < results["int8"].mean_abs_diff, (unsigned, results["int8"])
+    assert unsigned.top1_agreement >= INT8_FLOOR["base"], unsigned
 
 
 def test_manifest_records_precision_and_settings(tiny_export, variants):
@@ -242,7 +254,7 @@ def test_float16_cache(tiny_source, tiny_export, variants, tmp_path, capsys):
     # int8 with a float16 cache keeps int8's agreement with fp32.
     quantize(tiny_export("base"), tmp_path / "int8-half", precision="int8", cache="float16")
     int8 = compare_logits(tiny_export("base"), tmp_path / "int8-half", sequences=60, threads=1)
-    assert int8.top1_agreement >= 0.88, int8
+    assert int8.top1_agreement >= INT8_FLOOR["base"], int8
     with pytest.raises(QuantizeError, match="cache must be one of float32, float16"):
         quantize(tiny_export("base"), tmp_path / "x", precision="int8", cache="bfloat16")
     assert cli_main(["export", str(tiny_source("base")), str(tmp_path / "y"), "--cache", "float16"]) == 2
@@ -257,6 +269,10 @@ def test_quantize_refusals(tiny_export, variants, tmp_path):
         quantize(src, tmp_path / "b", precision="int8", block_size=48)
     with pytest.raises(QuantizeError, match="not a variant"):
         quantize(src, tmp_path / "c", precision="fp32")
+    with pytest.raises(QuantizeError, match="int8_weights must be one of s7, u8, s8"):
+        quantize(src, tmp_path / "c", precision="int8", int8_weights="u7")
+    with pytest.raises(QuantizeError, match="an int4 variant has none"):
+        quantize(src, tmp_path / "c", precision="int4", int8_weights="u8")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x").write_text("keep")
     with pytest.raises(QuantizeError, match="not empty; pass --force"):

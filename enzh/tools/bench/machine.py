@@ -7,6 +7,8 @@ import platform
 import sys
 from typing import Any
 
+from enzh.runtime.cpu import INT8_FLAGS, cpu_features
+
 MIB = 1024 * 1024
 # The packages whose versions a report records next to enzh's (those installed).
 VERSIONED = ("onnxruntime", "numpy", "torch", "transformers", "ctranslate2")
@@ -77,8 +79,11 @@ def describe_machine() -> dict[str, Any]:
     cpu = _first_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine()
     memory_kib = _first_field("/proc/meminfo", "MemTotal:")
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    features = cpu_features()
     return {
         "cpu": cpu,
+        # The int8-relevant flags (which ONNX Runtime and CTranslate2 kernels run; enzh.runtime.cpu).
+        "cpu_flags": None if features.flags is None else [f for f in INT8_FLAGS if f in features.flags],
         "logical_cpus": os.cpu_count(),
         "usable_cpus": usable,
         "memory_bytes": None if memory_kib is None else int(memory_kib.split()[0]) * 1024,

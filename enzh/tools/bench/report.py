@@ -52,6 +52,9 @@ def _machine_line(report: dict[str, Any]) -> str:
             f" Load average (1 min) {m['load_average_start'][0]:.2f} at the start, "
             f"{m['load_average_end'][0]:.2f} at the end."
         )
+    flags = m.get("cpu_flags")
+    if flags is not None:  # reports written before the flags were recorded have none
+        memory += f", CPU flags the kernels choose by: {' '.join(flags) or 'none of enzh.runtime.cpu.INT8_FLAGS'}"
     return (
         f"{m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable){memory}, {m['platform']}, "
         f"Python {m['python']}; {versions}.{load}"
