@@ -28,6 +28,6 @@ def run(args: argparse.Namespace) -> int:
     name = args.model or "demo (embedded)"
     print(HEADER)
     for beams in args.beam_size or [1, 4]:
-        label = f"{name} {translator.manifest.precision} ONNX, beam {beams}"
+        label = f"{name} {translator.info.precision} ONNX, beam {beams}"
         print(evaluate(translator, pairs, beam_size=beams, label=label).row(), flush=True)
     return 0

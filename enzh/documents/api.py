@@ -16,7 +16,7 @@ from enzh.documents.inline import SentenceTranslator, translate_blocks
 from enzh.documents.options import DocumentOptions
 
 if TYPE_CHECKING:
-    from enzh.runtime.translator import Translator
+    from enzh.runtime.engine import Engine
 
 
 @dataclass
@@ -55,7 +55,7 @@ def render(parsed: Parsed, translate: SentenceTranslator) -> str | bytes:
 
 
 def translate_document(
-    translator: Translator,
+    translator: Engine,
     data: str | bytes,
     *,
     format: str,

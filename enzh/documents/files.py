@@ -28,7 +28,7 @@ from enzh.documents.options import DocumentOptions
 from enzh.documents.sentences import CHUNK, SentenceEngine
 
 if TYPE_CHECKING:
-    from enzh.runtime.translator import Translator
+    from enzh.runtime.engine import Engine
 
 logger = logging.getLogger("enzh")
 
@@ -82,9 +82,9 @@ def prepare(
     return Prepared(source, destination, options, data, parse(data, options, name=str(source)))
 
 
-def finish(prepared: Prepared, translator: Translator, *, progress: bool = True, resume: bool = True) -> int:
+def finish(prepared: Prepared, translator: Engine, *, progress: bool = True, resume: bool = True) -> int:
     """Translate and write OUTPUT atomically; returns how many sentences the model translated in this run."""
-    translator.adapter.resolve_target(prepared.options.target)  # a bad target fails before a journal exists
+    translator.resolve_target(prepared.options.target)  # a bad target fails before a journal exists
     journal = Journal.open(prepared.journal_path, journal_key(prepared, translator)) if resume else None
     try:
         engine = SentenceEngine(translator, prepared.options, journal=journal, progress=progress, chunk=CHUNK)
@@ -105,21 +105,21 @@ def finish(prepared: Prepared, translator: Translator, *, progress: bool = True,
 
 
 def translate_file(
-    translator: Translator, input: str | os.PathLike[str], output: str | os.PathLike[str], **options: object
+    translator: Engine, input: str | os.PathLike[str], output: str | os.PathLike[str], **options: object
 ) -> int:
     """:func:`prepare` then :func:`finish` (``options``: those of :func:`prepare`, plus ``progress``)."""
     progress = bool(options.pop("progress", True))
     return finish(prepare(input, output, **options), translator, progress=progress)  # type: ignore[arg-type]
 
 
-def journal_key(prepared: Prepared, translator: Translator) -> str:
+def journal_key(prepared: Prepared, translator: Engine) -> str:
     """What a journal is valid for: the input bytes, the options, the model and the chunking."""
     return hashlib.sha256(
         json.dumps(
             {
                 "input": hashlib.sha256(prepared.data).hexdigest(),
                 "options": prepared.options.key(),
-                "model": hashlib.sha256(translator.manifest.to_json().encode()).hexdigest(),
+                "model": translator.info.fingerprint,
                 "chunk": CHUNK,
             },
             sort_keys=True,

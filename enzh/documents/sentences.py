@@ -18,7 +18,7 @@ from enzh.documents.journal import Journal
 from enzh.documents.options import DocumentOptions
 
 if TYPE_CHECKING:
-    from enzh.runtime.translator import Translator
+    from enzh.runtime.engine import Engine
 
 CHUNK = 64  # sentences per model call and per journal record
 
@@ -28,14 +28,14 @@ class SentenceEngine:
 
     def __init__(
         self,
-        translator: Translator,
+        translator: Engine,
         options: DocumentOptions,
         *,
         journal: Journal | None = None,
         progress: bool = False,
         chunk: int = CHUNK,
     ) -> None:
-        translator.adapter.resolve_target(options.target)  # an unknown target fails before any work
+        translator.resolve_target(options.target)  # an unknown target fails before any work
         self.translator = translator
         self.options = options
         self.journal = journal

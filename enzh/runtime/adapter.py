@@ -36,6 +36,12 @@ def default_language_token(tokens: list[str]) -> str | None:
     return tokens[0] if tokens else None
 
 
+def resolve_target(manifest: Any, target: str | None) -> str | None:
+    """The language token a model directory's manifest gives ``target`` (``ValueError`` for one it lacks), without
+    loading the model: for checks made before any work starts."""
+    return MarianAdapter.from_manifest(manifest).resolve_target(target)
+
+
 @dataclass(frozen=True, kw_only=True)
 class MarianAdapter:
     decoder_start_token_id: int

@@ -153,3 +153,33 @@ def clean_text(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    """One input text, segmented: its pieces (sentence + the layout after it) and each piece's model inputs."""
+
+    pieces: tuple[Piece, ...]
+    sources: tuple[tuple[list[int], ...], ...]
+
+
+def prepare_text(text: str, encode: Callable[[str], list[list[int]]], *, keep_untranslated: bool) -> PreparedText:
+    """The segmentation stage every entry point shares: ``text``'s sentences and the model inputs ``encode``
+    gives each sentence the model translates (none for blank pieces, nor, with ``keep_untranslated``, for
+    pieces without a letter of the source language: :func:`needs_translation`)."""
+    pieces = tuple(split_text(clean_text(text)))
+    sources = tuple(
+        tuple(encode(piece.text)) if piece.text and (needs_translation(piece.text) or not keep_untranslated) else ()
+        for piece in pieces
+    )
+    return PreparedText(pieces, sources)
+
+
+def assemble_text(prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
+    """The text from its pieces' translations (``outputs[i]``: one string per model input of piece i): line
+    breaks and blank lines as sent, no space between Chinese sentences."""
+    texts = [
+        join_parts(list(out)) if sources else piece.text
+        for piece, sources, out in zip(prepared.pieces, prepared.sources, outputs, strict=True)
+    ]
+    return join_translations(texts, prepared.pieces)

@@ -27,6 +27,8 @@ from typing import Any
 
 import sentencepiece
 
+from enzh.runtime.pieces import Span, pieces_with_spans
+
 __all__ = ["MarianTokenizer"]
 
 _SPIECE_UNDERLINE = "▁"
@@ -230,6 +232,14 @@ class MarianTokenizer:
         """Token of the target id ``idx`` (in vocab.json, or in target_vocab.json with separate vocabularies),
         or None when no token has that id."""
         return self._decoder.get(idx)
+
+    def source_spans(self, text: str) -> list[tuple[str, Span]] | None:
+        """source.spm's pieces of ``text`` with their character ranges (None: not valid UTF-8)."""
+        return pieces_with_spans(self._sp_source, text)
+
+    def target_spans(self, text: str) -> list[tuple[str, Span]] | None:
+        """target.spm's pieces of ``text`` with their character ranges (None: not valid UTF-8)."""
+        return pieces_with_spans(self._sp_target, text)
 
     def __repr__(self) -> str:
         return (

@@ -5,6 +5,8 @@ Runtime only: onnxruntime, numpy and sentencepiece. Never imports torch or trans
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -16,17 +18,11 @@ import numpy as np
 from enzh.runtime.adapter import MarianAdapter
 from enzh.runtime.batching import pad_batch, plan_batches
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
+from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
-from enzh.runtime.segment import (
-    Piece,
-    clean_text,
-    join_parts,
-    join_translations,
-    needs_translation,
-    split_sentences,
-    split_text,
-)
+from enzh.runtime.pieces import Span
+from enzh.runtime.segment import PreparedText, assemble_text, prepare_text, split_sentences
 from enzh.runtime.sessions import ModelSessions
 from enzh.runtime.shards import ShardRunner, shard_sentences
 from enzh.runtime.tokenizer import MarianTokenizer
@@ -42,36 +38,6 @@ def default_max_new_tokens(source_len: int, limit: int) -> int:
     wanted = 2 * source_len + 16
     bucket = next((b for b in _BOUND_BUCKETS if b >= wanted), wanted)
     return max(1, min(bucket, limit))
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One of an input's n-best translations: the k-th best hypothesis of every part it was split into."""
-
-    text: str
-    token_ids: tuple[tuple[int, ...], ...]
-    scores: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class PreparedText:
-    """One input text, segmented: its pieces (sentence + the layout after it) and each piece's model inputs."""
-
-    pieces: tuple[Piece, ...]
-    sources: tuple[tuple[list[int], ...], ...]
-
-
-@dataclass(frozen=True)
-class Translation:
-    """One input's translation with the token ids and score of every part it was split into."""
-
-    text: str
-    token_ids: tuple[tuple[int, ...], ...]
-    scores: tuple[float, ...]
-    parts: int
-    alternatives: tuple[Alternative, ...] = ()
-    """With ``translate_detailed(..., alternatives=N)``: the N best translations, best first (the first is this
-    translation); empty otherwise. A blank input has one, the empty translation."""
 
 
 class Translator:
@@ -175,27 +141,16 @@ class Translator:
         return translations
 
     def prepare_text(self, text: str, language_token: str | None) -> PreparedText:
-        """The segmentation stage every entry point shares: ``text``'s sentences and the source ids of each
-        sentence the model translates (none for blank pieces, or for text that is already Chinese when the
-        model translates into Chinese)."""
-        pieces = tuple(split_text(clean_text(text)))
-        keep_chinese = self.adapter.into_chinese
-        sources = tuple(
-            tuple(self._encode_parts(piece.text, language_token))
-            if piece.text and (needs_translation(piece.text) or not keep_chinese)
-            else ()
-            for piece in pieces
+        """``text``'s sentences and the source ids of each sentence the model translates (none for blank pieces,
+        or for text that is already Chinese when the model translates into Chinese); see
+        :func:`enzh.runtime.segment.prepare_text`."""
+        return prepare_text(
+            text, lambda piece: self._encode_parts(piece, language_token), keep_untranslated=self.adapter.into_chinese
         )
-        return PreparedText(pieces, sources)
 
     def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
-        """The text from its pieces' translations (``outputs[i]``: one string per model input of piece i):
-        line breaks and blank lines as sent, no space between Chinese sentences."""
-        texts = [
-            join_parts(list(out)) if sources else piece.text
-            for piece, sources, out in zip(prepared.pieces, prepared.sources, outputs, strict=True)
-        ]
-        return join_translations(texts, prepared.pieces)
+        """The text from its pieces' translations (see :func:`enzh.runtime.segment.assemble_text`)."""
+        return assemble_text(prepared, outputs)
 
     def _check_alternatives(self, count: object, beam_size: int | None) -> int:
         """``alternatives`` hypotheses per text need at least that many beams (HF's num_return_sequences rule)."""
@@ -348,6 +303,91 @@ class Translator:
                 hypotheses[i] = hyps
         return hypotheses
 
+    # -- the engine seam (enzh.runtime.engine.Engine): what the layers above the runtime use -------------------
+
+    @functools.cached_property
+    def info(self) -> ModelInfo:
+        from enzh.runtime.default_model import DEMO_NAME, is_default_model
+
+        manifest = self.manifest
+        source = str(manifest.source.get("id") or "")
+        embedded = is_default_model(self.directory)
+        return ModelInfo(
+            name=DEMO_NAME if embedded else (source or self.directory.name),
+            source_id=source,
+            precision=manifest.precision,
+            directory=self.directory,
+            embedded=embedded,
+            default_beam_size=int(self.adapter.generation.get("num_beams", 1)),
+            max_positions=self.adapter.max_positions,
+            targets=self.adapter.language_tokens,
+            default_target=self.adapter.default_language,
+            has_aligner=self.has_aligner,
+            fingerprint=hashlib.sha256(manifest.to_json().encode()).hexdigest(),
+        )
+
+    def resolve_target(self, target: str | None) -> str | None:
+        """The language token for ``target`` (see :meth:`MarianAdapter.resolve_target`)."""
+        return self.adapter.resolve_target(target)
+
+    def decode(self, token_ids: Sequence[Sequence[int]]) -> list[str]:
+        """Target ids to text (special tokens dropped, as ``transformers``' decode with skip_special_tokens)."""
+        return self.tokenizer.decode_batch(token_ids)
+
+    def align_texts(self, pairs: Sequence[tuple[str, str]], language_token: str | None) -> list[TextAlignment | None]:
+        """For each (sentence, translation) pair, the cross-attention between their pieces (see
+        :class:`enzh.runtime.engine.TextAlignment`). Both sides are cut into pieces by their SentencePiece models
+        again (not taken from a search), so a pair read back from a journal aligns exactly as a fresh one; None for
+        a pair that cannot be aligned: no aligner, a side longer than the model's positions, or pieces that do not
+        give the tokenizer's ids (special-token strings typed in the text)."""
+        if not self.has_aligner or not pairs:
+            return [None] * len(pairs)
+        cut = [self._alignment_inputs(sentence, translation, language_token) for sentence, translation in pairs]
+        todo = [c for c in cut if c is not None]
+        matrices = iter(self.align([c.source_ids for c in todo], [c.target_ids for c in todo]) if todo else [])
+        out: list[TextAlignment | None] = []
+        for c in cut:
+            if c is None:
+                out.append(None)
+                continue
+            # rows: the translation's pieces (not eos); columns: the sentence's pieces (not the language token nor
+            # eos), renormalized so that each row sums to 1 over them
+            weights = next(matrices)[: len(c.target), c.skip : c.skip + len(c.source)].astype(np.float64)
+            weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-12)
+            out.append(TextAlignment(c.source, c.target, weights))
+        return out
+
+    def _alignment_inputs(self, sentence: str, translation: str, language_token: str | None) -> _AlignmentInputs | None:
+        tokenizer = self.tokenizer
+        source = tokenizer.source_spans(sentence)
+        target = tokenizer.target_spans(translation)
+        if not source or not target:  # None: not valid UTF-8
+            return None
+        source_ids = tokenizer.encode(self.adapter.with_language_token(sentence, language_token))
+        skip = len(source_ids) - 1 - len(source)  # the language token before the sentence's pieces
+        expected = [tokenizer.token_to_id(piece) for piece, _ in source]
+        unk = tokenizer.unk_id
+        if skip < 0 or source_ids[skip:-1] != [unk if i is None else i for i in expected]:
+            return None
+        vocab = self._target_piece_ids
+        target_ids = [vocab.get(piece, unk) for piece, _ in target] + [tokenizer.eos_id]
+        limit = self.adapter.max_positions
+        if len(source_ids) > limit or len(target_ids) > limit:
+            return None
+        spans = tuple(span for _, span in source), tuple(span for _, span in target)
+        return _AlignmentInputs(source_ids, target_ids, spans[0], spans[1], skip)
+
+    @functools.cached_property
+    def _target_piece_ids(self) -> dict[str, int]:
+        """Target piece -> id over the model's target vocabulary (the lowest id of a piece listed twice)."""
+        size = int(self.manifest.architecture["target_vocab_size"])
+        vocab: dict[str, int] = {}
+        for idx in range(size):
+            token = self.tokenizer.id_to_token(idx)
+            if token is not None:
+                vocab.setdefault(token, idx)
+        return vocab
+
     # -- alignment (the optional aligner graph) ------------------------------------------------------------
 
     @property
@@ -387,6 +427,17 @@ class Translator:
         return [r for r in results if r is not None]
 
 
+@dataclass(frozen=True)
+class _AlignmentInputs:
+    """A (sentence, translation) pair as the aligner reads it, with the pieces' character ranges."""
+
+    source_ids: list[int]
+    target_ids: list[int]  # eos included
+    source: tuple[Span, ...]
+    target: tuple[Span, ...]
+    skip: int  # source ids before the sentence's first piece (the language token)
+
+
 def _check_texts(texts: object) -> list[str]:
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings, got a single str; wrap it: translate([text])")
@@ -398,4 +449,4 @@ def _check_texts(texts: object) -> list[str]:
     return list(texts)
 
 
-__all__ = ["Alternative", "ModelDirError", "Translation", "Translator"]
+__all__ = ["Alternative", "ModelDirError", "PreparedText", "Translation", "Translator"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from enzh.documents.files import Prepared
 from enzh.documents.sentences import CHUNK
-from enzh.runtime.adapter import MarianAdapter
+from enzh.runtime.adapter import resolve_target
 from enzh.runtime.default_model import default_model_dir
 from enzh.runtime.manifest import Manifest
 from enzh.runtime.optional import import_optional
@@ -132,7 +132,7 @@ def _check_model(model_dir: str | None, target: str | None) -> tuple[Manifest, s
     directory = Path(model_dir).resolve() if model_dir is not None else default_model_dir()
     manifest = Manifest.load(directory)
     manifest.verify_files(directory, check_hashes=False)
-    MarianAdapter.from_manifest(manifest).resolve_target(target)
+    resolve_target(manifest, target)
     return manifest, None if model_dir is None else str(directory)
 
 

@@ -15,11 +15,11 @@ from enzh.documents.sentences import CHUNK, SentenceEngine
 from enzh.scale.errors import ScaleError
 
 if TYPE_CHECKING:
-    from enzh.runtime.translator import Translator
+    from enzh.runtime.engine import Engine
 
 
 def translate_shard(
-    translator: Translator, options: DocumentOptions, data: bytes, header: bytes = b""
+    translator: Engine, options: DocumentOptions, data: bytes, header: bytes = b""
 ) -> tuple[bytes, int]:
     """The translated shard (without ``header``, which is put in front for the translation only) and how many
     sentences went to the model."""

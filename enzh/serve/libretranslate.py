@@ -208,13 +208,12 @@ def available_targets(service: Service) -> list[str]:
     translator = service.translator
     if translator is None:
         return ["zh-Hans", "zh-Hant"]
-    adapter = translator.adapter
-    if not adapter.language_tokens:
+    if not translator.info.targets:
         return ["zh-Hans"]  # a model without target tokens has one target
     found = []
     for target in ("zh-Hans", "zh-Hant"):
         try:
-            adapter.resolve_target(target)
+            translator.resolve_target(target)
         except ValueError:
             continue
         found.append(target)

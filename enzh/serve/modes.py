@@ -78,7 +78,7 @@ class SchedulerSentences:
         self.sentences = 0
         self.timing = {"queue": 0.0, "inference": 0.0}
         # Tags are placed with the model's aligner (when it has one), as documents are (enzh.documents.alignment).
-        self.align = ModelAligner(service.translator, service.resolve_target(target))
+        self.align = ModelAligner(service.engine, service.resolve_target(target))
 
     def __call__(self, sentences: list[str]) -> list[str]:
         unique = list(dict.fromkeys(sentences))
@@ -200,7 +200,7 @@ class Modes:
 
         def work() -> list[Any]:
             started.append(time.monotonic())
-            return list(service.translator.translate_detailed(texts, beam_size=beam, target=token, alternatives=count))
+            return list(service.engine.translate_detailed(texts, beam_size=beam, target=token, alternatives=count))
 
         future = asyncio.wrap_future(self._pool("nbest").submit(work))
         try:

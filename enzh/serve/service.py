@@ -12,12 +12,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 
-from enzh.runtime.default_model import DEMO_NAME, is_default_model
+from enzh.runtime.engine import Engine
 from enzh.serve.errors import ApiError
 from enzh.serve.metrics import Metrics
 from enzh.serve.options import ServeOptions
@@ -48,12 +47,11 @@ class Answer:
 class Service:
     """State shared by the routes: model, scheduler, readiness, drain, metrics.
 
-    ``translator`` is a loaded :class:`enzh.runtime.translator.Translator` (or anything with the same
-    ``adapter``, ``tokenizer``, ``_encode_parts`` and ``generate_ids``); None: loaded from ``options.model_dir``
-    by :meth:`start`.
+    ``translator``: a loaded :class:`enzh.runtime.engine.Engine` (a :class:`enzh.runtime.translator.Translator`
+    or a stand-in); None: loaded from ``options.model_dir`` by :meth:`start`.
     """
 
-    def __init__(self, options: ServeOptions, translator: Any = None) -> None:
+    def __init__(self, options: ServeOptions, translator: Engine | None = None) -> None:
         self.options = options
         self.translator = translator
         self.metrics = Metrics()
@@ -79,10 +77,8 @@ class Service:
         try:
             if self.translator is None:
                 self.translator = await loop.run_in_executor(None, self._load)
-            translator = self.translator
-            self.model_name = _model_name(translator)
-            generation = getattr(getattr(translator, "adapter", None), "generation", {}) or {}
-            self.default_beam = self.options.default_beam_size or int(generation.get("num_beams", 1))
+            self.model_name = self.engine.info.label
+            self.default_beam = self.options.default_beam_size or self.engine.info.default_beam_size
             self.default_beam = min(self.default_beam, self.options.max_beam_size)
             self.scheduler = Scheduler(self._engine, self.options.scheduler_options(), observer=self.metrics)
             self.scheduler.start()
@@ -95,7 +91,7 @@ class Service:
             self.load_error = f"{type(exc).__name__}: {exc}"
             logger.exception("loading the model failed")
 
-    def _load(self) -> Any:
+    def _load(self) -> Engine:
         from enzh.runtime.translator import Translator
 
         return Translator.load(
@@ -105,10 +101,9 @@ class Service:
         )
 
     def _engine(self, sources: list[list[int]], beam_size: int | None) -> list[str]:
-        translator = self.translator
+        translator = self.engine
         hyps = translator.generate_ids(sources, beam_size=beam_size)
-        texts: list[str] = translator.tokenizer.decode_batch([h.token_ids for h in hyps])
-        return texts
+        return translator.decode([h.token_ids for h in hyps])
 
     async def stop(self) -> None:
         self.draining = True
@@ -172,12 +167,19 @@ class Service:
             raise ApiError(503, "draining", detail, {"Retry-After": "5"})
         raise ApiError(503, status, detail, {"Retry-After": "30"})
 
+    @property
+    def engine(self) -> Engine:
+        """The loaded translator (only once :meth:`start` has loaded it)."""
+        if self.translator is None:
+            raise RuntimeError("the model is not loaded yet")
+        return self.translator
+
     def resolve_target(self, target: str | None) -> str | None:
-        adapter = self.translator.adapter
-        if not adapter.language_tokens and target in (None, "zh-Hans"):
+        engine = self.engine
+        if not engine.info.targets and target in (None, "zh-Hans"):
             return None  # a model without target tokens translates to its only target
         try:
-            token: str | None = adapter.resolve_target(target)
+            token: str | None = engine.resolve_target(target)
         except ValueError as exc:
             raise ApiError(422, "unsupported_target", str(exc)) from None
         return token
@@ -196,7 +198,7 @@ class Service:
     def prepare(self, texts: list[str], token: str | None) -> _Prepared:
         """Segment every text the way the translator does (the one segmentation stage of every entry point) and
         collect the model inputs of all its sentences (CPU, no model)."""
-        prepared = [self.translator.prepare_text(text, token) for text in texts]
+        prepared = [self.engine.prepare_text(text, token) for text in texts]
         sources = [ids for text in prepared for piece in text.sources for ids in piece]
         sentences = sum(1 for text in prepared for piece in text.sources if piece)
         return _Prepared(sources, prepared, sentences)
@@ -223,7 +225,7 @@ class Service:
         results = await self._results(self.scheduler, job, deadline, request)
         done = iter(results)
         outputs = [
-            self.translator.assemble_text(text, [[next(done) for _ in piece] for piece in text.sources])
+            self.engine.assemble_text(text, [[next(done) for _ in piece] for piece in text.sources])
             for text in prepared.texts
         ]
         started = job.started_at if job.started_at is not None else time.monotonic()
@@ -280,12 +282,3 @@ async def _wait_disconnect(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
-
-
-def _model_name(translator: Any) -> str:
-    manifest = getattr(translator, "manifest", None)
-    if manifest is None:
-        return type(translator).__name__
-    source = str(manifest.source.get("id") or "")
-    name = DEMO_NAME if is_default_model(translator.directory) else (source or Path(translator.directory).name)
-    return f"{name} ({manifest.precision})"

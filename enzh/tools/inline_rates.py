@@ -22,6 +22,7 @@ from pathlib import Path
 from enzh.documents import placement
 from enzh.documents.alignment import ModelAligner
 from enzh.documents.inline import Block, Mark, translate_blocks
+from enzh.runtime.manifest import Manifest
 from enzh.runtime.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[2]  # the source checkout: the tagged set lives with the tests
@@ -166,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         sweep(rows)
         return 0
     engine = Engine(Translator.load(args.model))
-    if not engine.translator.has_aligner:
-        parser.error(f"{engine.translator.directory} has no aligner.onnx; re-export it with `enzh export`")
-    alignment = engine.translator.manifest.alignment
+    if not engine.translator.info.has_aligner:
+        parser.error(f"{engine.translator.info.directory} has no aligner.onnx; re-export it with `enzh export`")
+    alignment = Manifest.load(engine.translator.info.directory).alignment or {}
     print(
         f"{len(rows)} sentences, {sum(len(r[1]) for r in rows)} marks (demo model, beam 1; aligner: mean over "
         f"layers {alignment['layers']}, heads {alignment['heads']})\n"

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 import sentencepiece
 
-from enzh.documents.alignment import ModelAligner, _pieces, _proto_pieces
+from enzh.documents.alignment import ModelAligner
 from enzh.documents.api import translate_document
 from enzh.documents.inline import Block, Mark, translate_blocks
 from enzh.documents.options import DocumentOptions
 from enzh.documents.sentences import SentenceEngine
+from enzh.runtime.pieces import pieces_with_spans as _pieces
+from enzh.runtime.pieces import proto_pieces as _proto_pieces
 from enzh.runtime.translator import Translator
 
 

@@ -1,11 +1,10 @@
 """A stand-in for :class:`enzh.runtime.translator.Translator` in the tests of the HTTP layer: no model, instant
 (or as slow as asked), deterministic.
 
-It has what the service uses: ``adapter`` (the real MarianAdapter, with the demo model's two target tokens),
-``prepare_text``/``assemble_text`` (the real ones), ``_encode_parts``, ``generate_ids`` and
-``tokenizer.decode_batch``. A sentence's ids are the code points of
-the sentence behind its target token, and its "translation" is the sentence in upper case, marked ``(Hant)``
-for Traditional: see :func:`fake_translation`.
+It implements the engine seam (:class:`enzh.runtime.engine.Engine`), the only thing the service uses: the real
+segmentation stage (:func:`enzh.runtime.segment.prepare_text` / ``assemble_text``) over a fake encoding. A
+sentence's ids are the code points of the sentence behind its target token, and its "translation" is the
+sentence in upper case, marked ``(Hant)`` for Traditional: see :func:`fake_translation`.
 """
 
 from __future__ import annotations
@@ -13,12 +12,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
-from enzh.runtime.adapter import LANGUAGE_TOKEN, MarianAdapter
-from enzh.runtime.translator import Translator
+from enzh.runtime.adapter import LANGUAGE_TOKEN
+from enzh.runtime.engine import ModelInfo, TextAlignment
+from enzh.runtime.segment import PreparedText, assemble_text, prepare_text
 
 HANS, HANT = ">>cmn_Hans<<", ">>cmn_Hant<<"
+ALIASES = {"zh": HANS, "zh-Hans": HANS, "zh-CN": HANS, "zh-Hant": HANT, "zh-TW": HANT}
 
 
 def fake_translation(sentence: str, target: str | None = None) -> str:
@@ -33,43 +36,72 @@ class FakeTranslator:
     """
 
     def __init__(self, delay_s: float = 0.0, num_beams: int = 4) -> None:
-        self.adapter = MarianAdapter(
-            decoder_start_token_id=1,
-            eos_token_id=0,
-            pad_token_id=1,
-            unk_token_id=2,
-            language_tokens=(HANS, HANT),
-            default_language=HANS,
+        self.info = ModelInfo(
+            name="fake",
+            source_id="fake",
+            precision="fp32",
+            directory=Path("fake"),
+            embedded=False,
+            default_beam_size=num_beams,
             max_positions=512,
-            generation={"num_beams": num_beams},
+            targets=(HANS, HANT),
+            default_target=HANS,
+            has_aligner=False,
+            fingerprint="fake",
         )
-        self.tokenizer = SimpleNamespace(decode_batch=self._decode_batch)
         self.delay_s = delay_s
         self.batches: list[tuple[int, int | None]] = []
         self._lock = threading.Lock()
 
-    # The real segmentation stage (it needs only the adapter and _encode_parts below).
-    prepare_text = Translator.prepare_text
-    assemble_text = Translator.assemble_text
+    def resolve_target(self, target: str | None) -> str | None:
+        if target is None:
+            return HANS
+        token = ALIASES.get(target, target)
+        if token not in (HANS, HANT):
+            raise ValueError(f"unknown target {target!r}; accepted: {', '.join(sorted(ALIASES))}, {HANS}, {HANT}")
+        return token
 
-    def _encode_parts(self, text: str, language_token: str | None) -> list[list[int]]:
+    def encode(self, text: str, language_token: str | None) -> list[list[int]]:
+        """The fake model inputs of one sentence: its code points behind the target token."""
         if not text.strip():
             return []
-        return [[ord(c) for c in self.adapter.with_language_token(text, language_token)]]
+        return [[ord(c) for c in f"{language_token} {text}"]]
 
-    def generate_ids(self, sources: Sequence[Sequence[int]], *, beam_size: int | None = None) -> list[SimpleNamespace]:
+    def prepare_text(self, text: str, language_token: str | None) -> PreparedText:
+        return prepare_text(text, lambda piece: self.encode(piece, language_token), keep_untranslated=True)
+
+    def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
+        return assemble_text(prepared, outputs)
+
+    def generate_ids(
+        self,
+        sources: Sequence[Sequence[int]],
+        *,
+        beam_size: int | None = None,
+        max_new_tokens: int | None = None,
+        **overrides: object,
+    ) -> list[Any]:
         with self._lock:
             self.batches.append((len(sources), beam_size))
         if self.delay_s:
             time.sleep(self.delay_s)
         return [SimpleNamespace(token_ids=tuple(ids)) for ids in sources]
 
-    def _decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+    def decode(self, token_ids: Sequence[Sequence[int]]) -> list[str]:
         outputs = []
-        for ids in batch:
+        for ids in token_ids:
             text = "".join(map(chr, ids))
             token = LANGUAGE_TOKEN.match(text)
             rest = text[token.end() :] if token else text
             target = "zh-Hant" if token and token.group() == HANT else None
             outputs.append(fake_translation(rest, target))
         return outputs
+
+    def translate(self, texts: Sequence[str], **options: Any) -> list[str]:
+        raise NotImplementedError("the HTTP tests' stand-in translates through generate_ids only")
+
+    def translate_detailed(self, texts: Sequence[str], **options: Any) -> list[Any]:
+        raise NotImplementedError("the HTTP tests' stand-in has no n-best lists")
+
+    def align_texts(self, pairs: Sequence[tuple[str, str]], language_token: str | None) -> list[TextAlignment | None]:
+        return [None] * len(pairs)

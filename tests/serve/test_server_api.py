@@ -68,7 +68,7 @@ def test_translate_equals_the_translator(client, demo_translator, beam_size):
 
 def test_default_beam_is_the_models_and_traditional_target(client, demo_translator):
     body = post(client, {"text": "Where is the train station?"}).json()
-    assert body["beam_size"] == demo_translator.adapter.generation["num_beams"]
+    assert body["beam_size"] == demo_translator.info.default_beam_size
     hant = post(client, {"text": "Where is the train station?", "target": "zh-Hant", "beam_size": 1}).json()
     assert hant["target"] == "zh-Hant"
     assert hant["translations"] == demo_translator.translate(
@@ -148,9 +148,10 @@ def test_64_concurrent_clients_each_get_their_single_request_translation(client)
 def test_batch_invariance_of_the_engine(demo_translator):
     """A sentence decoded in a large mixed batch equals the same sentence decoded alone."""
     service = Service(ServeOptions(), demo_translator)
-    token = demo_translator.adapter.resolve_target(None)
+    token = demo_translator.resolve_target(None)
     texts = sorted(set(held_out(48, seed=11)), key=len)
-    sources = [demo_translator._encode_parts(t, token)[0] for t in texts]
+    sources = [ids for t in texts for piece in demo_translator.prepare_text(t, token).sources for ids in piece]
+    assert len(sources) == len(texts)
     for beam in (1, 4):
         pooled = service._engine(sources, beam)
         alone = [service._engine([s], beam)[0] for s in sources]

@@ -78,7 +78,7 @@ def test_engine_error_fails_only_its_request():
     with in_process(ServeOptions(max_queue_delay_ms=50), fake) as client:
         scheduler = client.app.state.service.scheduler
         real = scheduler.engine
-        poison = fake._encode_parts("Poison pill.", fake.adapter.resolve_target(None))[0]
+        poison = fake.encode("Poison pill.", fake.resolve_target(None))[0]
 
         def engine(sources, beam):
             if poison in sources:
