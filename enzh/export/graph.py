@@ -47,8 +47,9 @@ _ACTIVATIONS = ("swish", "silu", "relu", "gelu")
 
 
 @dataclass(frozen=True, kw_only=True)
-class MarianArch:
-    """The shape of a Marian model, as far as the graphs care."""
+class ModelArch:
+    """The shape of an encoder-decoder translation model, as far as the graphs care, and its layout quirks
+    (what differs between the families of :mod:`enzh.export.families`; the defaults are Marian's)."""
 
     d_model: int
     encoder_layers: int
@@ -61,6 +62,16 @@ class MarianArch:
     source_vocab_size: int
     target_vocab_size: int
     layer_norm_eps: float = 1e-5
+    # Pre-norm layers, h + f(LayerNorm(h)) (M2M100, NLLB, mBART), rather than post-norm LayerNorm(h + f(h)) (Marian).
+    pre_norm: bool = False
+    # A LayerNorm after the last encoder layer and after the last decoder layer (the pre-norm families).
+    final_norms: bool = False
+    # A LayerNorm right after token embedding + positions, in encoder and decoder (mBART's layernorm_embedding).
+    embedding_norm: bool = False
+    # Row of the position table for position p: p + position_offset (M2M100/NLLB: pad + 1; mBART: 2).
+    position_offset: int = 0
+    # The stored table the decoder's positions come from ("positions": the encoder's, when they are equal).
+    decoder_positions: str = "positions"
 
     def __post_init__(self) -> None:
         if self.activation not in _ACTIVATIONS:
@@ -70,6 +81,9 @@ class MarianArch:
         for heads in (self.encoder_heads, self.decoder_heads):
             if self.d_model % heads:
                 raise ValueError(f"d_model {self.d_model} is not divisible by the number of heads {heads}")
+
+
+MarianArch = ModelArch  # the name the graphs had when Marian was the only family
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +106,7 @@ class AlignerSettings:
             require(len(set(values)) == len(values), f"aligner {name} must not repeat an index, got {values!r}")
             object.__setattr__(self, name, tuple(sorted(values)))
 
-    def resolve(self, arch: MarianArch) -> tuple[list[int], list[int]]:
+    def resolve(self, arch: ModelArch) -> tuple[list[int], list[int]]:
         """The layers and heads, checked against ``arch`` (``ExportError`` for an index the model lacks)."""
         chosen = []
         for name, values, count in (
@@ -104,7 +118,7 @@ class AlignerSettings:
             chosen.append(list(values) or list(range(count)))
         return chosen[0], chosen[1]
 
-    def record(self, arch: MarianArch) -> dict[str, Any]:
+    def record(self, arch: ModelArch) -> dict[str, Any]:
         """``manifest.alignment``: what the aligner's output is."""
         layers, heads = self.resolve(arch)
         return {
@@ -219,19 +233,28 @@ class GraphBuilder:
         """x @ W + b with W stored as [in, out]."""
         return self.op1("Add", [self.op1("MatMul", [x, self.weight(f"{prefix}.w")]), self.weight(f"{prefix}.b")])
 
-    def residual_norm(self, h: str, sublayer: str, norm: str, arch: MarianArch) -> str:
-        """Marian is post-norm: LayerNorm(h + sublayer(h)). Add + LayerNormalization, not the fused
-        SkipLayerNormalization: ONNX Runtime's CPU kernel of the latter measured 3-6x slower from 16 rows on."""
-        summed = self.op1("Add", [h, sublayer])
+    def norm(self, h: str, norm: str, arch: ModelArch) -> str:
         return self.op1(
             "LayerNormalization",
-            [summed, self.weight(f"{norm}.g"), self.weight(f"{norm}.b")],
+            [h, self.weight(f"{norm}.g"), self.weight(f"{norm}.b")],
             axis=-1,
             epsilon=arch.layer_norm_eps,
         )
 
-    def feed_forward(self, h: str, prefix: str, arch: MarianArch) -> str:
-        ffn = self.linear(self.activation(self.linear(h, f"{prefix}.fc1"), arch.activation), f"{prefix}.fc2")
+    def sublayer_input(self, h: str, norm: str, arch: ModelArch) -> str:
+        """What a sublayer reads: LayerNorm(h) in a pre-norm model, h itself in a post-norm one."""
+        return self.norm(h, norm, arch) if arch.pre_norm else h
+
+    def residual_norm(self, h: str, sublayer: str, norm: str, arch: ModelArch) -> str:
+        """The residual around a sublayer: post-norm (Marian) LayerNorm(h + sublayer), pre-norm h + sublayer (its
+        norm was applied to the input, :meth:`sublayer_input`). Add + LayerNormalization, not the fused
+        SkipLayerNormalization: ONNX Runtime's CPU kernel of the latter measured 3-6x slower from 16 rows on."""
+        summed = self.op1("Add", [h, sublayer])
+        return summed if arch.pre_norm else self.norm(summed, norm, arch)
+
+    def feed_forward(self, h: str, prefix: str, arch: ModelArch) -> str:
+        x = self.sublayer_input(h, f"{prefix}.ffn_ln", arch)
+        ffn = self.linear(self.activation(self.linear(x, f"{prefix}.fc1"), arch.activation), f"{prefix}.fc2")
         return self.residual_norm(h, ffn, f"{prefix}.ffn_ln", arch)
 
     def activation(self, x: str, kind: str) -> str:
@@ -285,23 +308,32 @@ def sinusoidal_positions(n_positions: int, dim: int) -> np.ndarray:
     return table
 
 
-def _embed(g: GraphBuilder, arch: MarianArch, table: str, ids: str, positions: str) -> str:
-    """Token embedding (scaled by sqrt(d_model) when the model says so) plus sinusoidal positions."""
+def _embed(g: GraphBuilder, arch: ModelArch, table: str, ids: str, positions: str, side: str) -> str:
+    """Token embedding (scaled by sqrt(d_model) when the model says so) plus positions, then the embedding norm
+    of the models that have one (``side``: encoder or decoder, whose norm it is)."""
     emb = g.op1("Gather", [g.weight(table), ids])
     if arch.scale_embedding:
         emb = g.op1("Mul", [emb, g.const(math.sqrt(arch.d_model), np.float32)])
-    return g.op1("Add", [emb, positions])
+    h = g.op1("Add", [emb, positions])
+    return g.norm(h, f"{side}.embed_ln", arch) if arch.embedding_norm else h
 
 
-def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str, *, packed: bool = True) -> onnx.ModelProto:
+def _position_rows(g: GraphBuilder, arch: ModelArch, table: str, length: str) -> str:
+    """Rows position_offset .. position_offset + length - 1 of a position table (positions 0..length-1)."""
+    start = g.const([arch.position_offset])
+    end = g.op1("Add", [length, start]) if arch.position_offset else length
+    return g.op1("Slice", [g.weight(table), start, end, g.const([0])])
+
+
+def build_encoder(arch: ModelArch, store: WeightStore, embed_name: str, *, packed: bool = True) -> onnx.ModelProto:
     """The encoder graph; ``packed=False`` runs padded positions through every layer too (exports before
     packing did; kept to check packing against)."""
     g = GraphBuilder("enzh_encoder", store)
     d, heads = arch.d_model, arch.encoder_heads
     # Positions 0..S-1 of the static sinusoidal table.
     seq_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
-    positions = g.op1("Slice", [g.weight("positions"), g.const([0]), seq_len, g.const([0])])
-    h = _embed(g, arch, embed_name, "input_ids", positions)
+    positions = _position_rows(g, arch, "positions", seq_len)
+    h = _embed(g, arch, embed_name, "input_ids", positions, "encoder")
     # Additive mask: 0 where attended, float32 min where padded; shape [B, 1, 1, S].
     is_pad = g.op1("Equal", ["attention_mask", g.const(0)])
     bias = g.op1("Where", [is_pad, g.const(np.finfo(np.float32).min, np.float32), g.const(0.0, np.float32)])
@@ -316,12 +348,15 @@ def build_encoder(arch: MarianArch, store: WeightStore, embed_name: str, *, pack
     h = pack(h)
     for i in range(arch.encoder_layers):
         p = f"encoder.{i}"
-        q, k, v = g.op("Split", [padded(g.linear(h, f"{p}.qkv")), g.const([d, d, d])], 3, axis=-1)
+        x = g.sublayer_input(h, f"{p}.attn_ln", arch)
+        q, k, v = g.op("Split", [padded(g.linear(x, f"{p}.qkv")), g.const([d, d, d])], 3, axis=-1)
         # Fused attention on [B, S, d] inputs and output (the q scale is folded into the weights).
         ctx = g.op1("MultiHeadAttention", [q, k, v, "", key_mask], domain=MS_DOMAIN, num_heads=heads, scale=1.0)
         ctx = pack(ctx)
         h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
         h = g.feed_forward(h, p, arch)
+    if arch.final_norms:
+        h = g.norm(h, "encoder.final_ln", arch)
     outputs = [_f32("cross_bias", ["batch", 1, 1, "src_len"])]
     g.nodes.append(helper.make_node("Identity", [bias], ["cross_bias"]))
     dd = arch.d_model // arch.decoder_heads
@@ -364,13 +399,13 @@ def _same(name: str) -> str:
     return name
 
 
-def cache_head_size(arch: MarianArch) -> int:
+def cache_head_size(arch: ModelArch) -> int:
     """Head size of the decoder's self-attention cache: ONNX Runtime's GroupQueryAttention needs a multiple of 8,
     so smaller or odd heads are zero-padded (exact: the padded dimensions add 0 to every dot product)."""
     return -(-(arch.d_model // arch.decoder_heads) // 8) * 8
 
 
-def pad_self_attention(arch: MarianArch, store: WeightStore) -> None:
+def pad_self_attention(arch: ModelArch, store: WeightStore) -> None:
     """Zero-pad every decoder self-attention head to :func:`cache_head_size` (call before ``store.write``):
     the packed q|k|v projection gets zero output columns, the output projection zero input rows."""
     heads, dh, padded = arch.decoder_heads, arch.d_model // arch.decoder_heads, cache_head_size(arch)
@@ -417,7 +452,7 @@ def half_precision_cache(model: onnx.ModelProto) -> int:
     return rewritten
 
 
-def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head_name: str) -> onnx.ModelProto:
+def build_decoder(arch: ModelArch, store: WeightStore, embed_name: str, lm_head_name: str) -> onnx.ModelProto:
     g = GraphBuilder("enzh_decoder", store)
     d, heads = arch.d_model, arch.decoder_heads
     dh = d // heads
@@ -426,9 +461,10 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
     # One step is a single position per row, so the hidden state stays 2-D [R, d]: every linear layer is one
     # Gemm after ONNX Runtime's MatMul+Add fusion, and there are few shape nodes per layer (a step's cost on a
     # small model is mostly per-node dispatch).
-    positions = g.op1("Gather", [g.weight("positions"), "position"])  # [1, d]
+    row = g.op1("Add", ["position", g.const([arch.position_offset])]) if arch.position_offset else "position"
+    positions = g.op1("Gather", [g.weight(arch.decoder_positions), row])  # [1, d]
     # The lookup reads input_ids itself (precision variants recognise and rewrite it by that name).
-    h = g.op1("Reshape", [_embed(g, arch, embed_name, "input_ids", positions), g.const([-1, d])])  # [R, d]
+    h = g.op1("Reshape", [_embed(g, arch, embed_name, "input_ids", positions, "decoder"), g.const([-1, d])])  # [R, d]
     # GroupQueryAttention reads the cache up to seqlens_k (= position, the same for every row) and writes this
     # step's key/value at that index; total_sequence_length = position + 1 (a scalar).
     past_len = g.op1("Cast", ["position"], to=TensorProto.INT32)
@@ -468,7 +504,8 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
         ]
         # Self-attention over the cache plus this step, fused (packed q|k|v as [R, 1, 3 x H x dh], the q scale
         # folded into the weights). Bound to the same buffer as past_*, present_* is updated in place.
-        qkv = g.op1("Unsqueeze", [g.linear(h, f"{p}.qkv"), g.const([1])])
+        x = g.sublayer_input(h, f"{p}.attn_ln", arch)
+        qkv = g.op1("Unsqueeze", [g.linear(x, f"{p}.qkv"), g.const([1])])
         ctx = g.op1(
             "GroupQueryAttention",
             [qkv, "", "", f"past_key_{i}", f"past_value_{i}", seqlens, total_len],
@@ -481,7 +518,8 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
         ctx = g.op1("Reshape", [ctx, g.const([-1, heads * cache_dh])])
         h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
         # Cross-attention against the keys/values the encoder graph computed once per sentence ([B, H, S, dh]).
-        q = g.op1("Reshape", [g.linear(h, f"{p}.cross_q"), by_sentence])
+        x = g.sublayer_input(h, f"{p}.cross_ln", arch)
+        q = g.op1("Reshape", [g.linear(x, f"{p}.cross_q"), by_sentence])
         ctx = g.op1(
             "MultiHeadAttention",
             [q, f"cross_key_{i}", f"cross_value_{i}", "", "", cross_bias],
@@ -492,6 +530,8 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
         ctx = g.op1("Reshape", [ctx, g.const([-1, d])])
         h = g.residual_norm(h, g.linear(ctx, f"{p}.cross_out"), f"{p}.cross_ln", arch)
         h = g.feed_forward(h, p, arch)
+    if arch.final_norms:
+        h = g.norm(h, "decoder.final_ln", arch)
     # Output projection for the new position only: logits = h @ E^T + final_logits_bias (E stored once).
     g.nodes.append(
         helper.make_node("Gemm", [h, g.weight(lm_head_name), g.weight("final_logits_bias")], ["logits"], transB=1)
@@ -502,7 +542,7 @@ def build_decoder(arch: MarianArch, store: WeightStore, embed_name: str, lm_head
     return g.model(inputs, outputs)
 
 
-def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, settings: AlignerSettings) -> onnx.ModelProto:
+def build_aligner(arch: ModelArch, store: WeightStore, embed_name: str, settings: AlignerSettings) -> onnx.ModelProto:
     """``aligner.onnx``: the decoder over a whole teacher-forced target, without a cache, up to the last chosen
     layer's cross-attention; it returns the mean of the chosen layers' and heads' attention weights.
 
@@ -515,8 +555,8 @@ def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, setting
     dh, padded = d // n_heads, cache_head_size(arch)
     # Positions 0..T-1 and a causal bias [T, T]: 0 on and below the diagonal, float32 min above it.
     target_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
-    positions = g.op1("Slice", [g.weight("positions"), g.const([0]), target_len, g.const([0])])
-    h = _embed(g, arch, embed_name, "input_ids", positions)  # [B, T, d]
+    positions = _position_rows(g, arch, arch.decoder_positions, target_len)
+    h = _embed(g, arch, embed_name, "input_ids", positions, "decoder")  # [B, T, d]
     steps = g.op1("Range", [g.const(0), g.op1("Squeeze", [target_len, g.const([0])]), g.const(1)])
     later = g.op1("Less", [g.op1("Unsqueeze", [steps, g.const([1])]), g.op1("Unsqueeze", [steps, g.const([0])])])
     causal = g.op1("Where", [later, g.const(np.finfo(np.float32).min, np.float32), g.const(0.0, np.float32)])
@@ -529,7 +569,8 @@ def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, setting
         if not last:
             inputs.append(_f32(f"cross_value_{i}", ["batch", n_heads, "src_len", dh]))
         # Self-attention over the target up to each position (the packed q|k|v heads zero-padded to `padded`).
-        q, k, v = g.op("Split", [g.linear(h, f"{p}.qkv"), g.const([n_heads * padded] * 3)], 3, axis=-1)
+        x = g.sublayer_input(h, f"{p}.attn_ln", arch)
+        q, k, v = g.op("Split", [g.linear(x, f"{p}.qkv"), g.const([n_heads * padded] * 3)], 3, axis=-1)
         q, k_t, v = (
             g.heads(x, n_heads, padded, perm) for x, perm in ((q, [0, 2, 1, 3]), (k, [0, 2, 3, 1]), (v, [0, 2, 1, 3]))
         )
@@ -537,7 +578,8 @@ def build_aligner(arch: MarianArch, store: WeightStore, embed_name: str, setting
         ctx = g.op1("Reshape", [g.op1("Transpose", [ctx], perm=[0, 2, 1, 3]), g.const([0, 0, n_heads * padded])])
         h = g.residual_norm(h, g.linear(ctx, f"{p}.out"), f"{p}.attn_ln", arch)
         # Cross-attention: its weights are the alignment.
-        q = g.heads(g.linear(h, f"{p}.cross_q"), n_heads, dh, [0, 2, 1, 3])  # [B, H, T, dh], scale folded in
+        x = g.sublayer_input(h, f"{p}.cross_ln", arch)
+        q = g.heads(g.linear(x, f"{p}.cross_q"), n_heads, dh, [0, 2, 1, 3])  # [B, H, T, dh], scale folded in
         k_t = g.op1("Transpose", [f"cross_key_{i}"], perm=[0, 1, 3, 2])
         scores = g.op1("Add", [g.op1("MatMul", [q, k_t]), "cross_bias"])
         weights = g.op1("Softmax", [scores], axis=-1)  # [B, H, T, S]

@@ -1,9 +1,10 @@
-"""Export a HuggingFace Marian model (local directory or hub id) into an enzh model directory.
+"""Export a HuggingFace translation model (local directory or hub id) into an enzh model directory.
 
 Needs the ``[export]`` extra (torch, transformers, onnx). The steps:
 
-1. resolve SOURCE to a local snapshot (hub download when it is not a directory);
-2. load ``MarianMTModel`` and read its weights once, de-duplicating tensors shared by several modules;
+1. resolve SOURCE to a local snapshot (hub download when it is not a directory) and pick its family's loader
+   by config.json's ``model_type`` (:mod:`enzh.export.families`);
+2. load the model and read its weights once, de-duplicating tensors shared by several modules;
 3. build ``encoder.onnx``, ``decoder.onnx`` and the optional ``aligner.onnx`` (see :mod:`enzh.export.graph`) over
    one ``weights.bin``;
 4. copy the tokenizer files and write ``manifest.json`` with hashes, ids and generation defaults;
@@ -12,18 +13,17 @@ Needs the ``[export]`` extra (torch, transformers, onnx). The steps:
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from enzh.export.families import loader_for
 from enzh.export.graph import (
     WEIGHTS_FILE,
     AlignerSettings,
-    MarianArch,
+    ModelArch,
     WeightStore,
     build_aligner,
     build_decoder,
@@ -31,18 +31,14 @@ from enzh.export.graph import (
     pad_self_attention,
     shared_initializers,
 )
-from enzh.export.marian import architecture, collect_weights, generation_defaults
-from enzh.export.source import check_tokenizer_files, load_model, resolve_source, separate_vocabs
+from enzh.export.source import resolve_source
 from enzh.export.versions import package_versions
-from enzh.runtime.adapter import LANGUAGE_TOKEN, default_language_token
 from enzh.runtime.errors import ExportError
 from enzh.runtime.manifest import MANIFEST, Manifest, describe_files
 from enzh.runtime.progress import progress_steps
 
 logger = logging.getLogger("enzh")
 
-VOCAB_FILE = "vocab.json.gz"  # the vocabulary as compact gzipped JSON: 65k pieces take 0.5 MB instead of 1.6 MB
-TARGET_VOCAB_FILE = "target_vocab.json.gz"  # separate vocabularies only: the target side's own table
 OPTIONAL_FILES = ("tokenizer_config.json", "README.md")
 ALIGNER_FILE = "aligner.onnx"
 DEFAULT_ALIGNER = AlignerSettings()  # every decoder layer and head (docs/html.md)
@@ -63,13 +59,8 @@ class ExportOptions:
     aligner: AlignerSettings | None = DEFAULT_ALIGNER
 
 
-def _write_vocab(path: Path, vocab: dict[str, int]) -> None:
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
-        packed.write(json.dumps(vocab, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-
-
 def _write_aligner(
-    out_dir: Path, arch: MarianArch, store: WeightStore, embed: str, settings: AlignerSettings | None
+    out_dir: Path, arch: ModelArch, store: WeightStore, embed: str, settings: AlignerSettings | None
 ) -> dict[str, Any]:
     """Write aligner.onnx with ``settings`` (nothing for None); returns ``manifest.alignment`` ({} without it)."""
     import onnx
@@ -92,7 +83,7 @@ def prepare_out_dir(out_dir: Path, force: bool, error: type[Exception] = ExportE
 
 
 def export(source: str, out_dir: str | Path, options: ExportOptions | None = None) -> Manifest:
-    """Export SOURCE (a local HF Marian directory or a hub id) into OUT_DIR and validate it."""
+    """Export SOURCE (a local HF model directory or a hub id) into OUT_DIR and validate it."""
     import onnx
 
     options = options or ExportOptions()
@@ -102,15 +93,14 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
     with progress_steps(steps, enabled=options.progress, desc="export") as step:
         step("load model")
         local, source_id, revision = resolve_source(source, options.revision)
-        separate = separate_vocabs(local)
-        check_tokenizer_files(local, separate)
-        model = load_model(local)
-        config = model.config
-        arch = architecture(config)
+        loader = loader_for(local)
+        loader.check_files(local)
+        model = loader.load_model(local)
+        arch = loader.architecture(model.config)
 
         step("collect weights")
         store = WeightStore()
-        enc_embed, dec_embed, head = collect_weights(model, arch, store)
+        enc_embed, dec_embed, head = loader.collect_weights(model, arch, store)
         pad_self_attention(arch, store)
 
         step("build graphs")
@@ -123,27 +113,23 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
         aligner_files, aligner_graph = ([ALIGNER_FILE], {"aligner": ALIGNER_FILE}) if alignment else ([], {})
 
         step("write files")
-        vocab, tokenizer, vocab_files = _write_tokenizer_files(local, out_dir, separate)
+        tokenizer = loader.write_tokenizer(local, out_dir, model, options.default_target)
+        _copy_optional_files(local, out_dir)
         # Weights both graphs read: the runtime maps them once and hands them to both sessions.
         shared = shared_initializers(encoder, decoder, store)
-        files = ["encoder.onnx", "decoder.onnx", *aligner_files, WEIGHTS_FILE, "source.spm", "target.spm", *vocab_files]
+        files = ["encoder.onnx", "decoder.onnx", *aligner_files, WEIGHTS_FILE, *tokenizer.files]
         manifest = Manifest(
-            model_type="marian",
+            model_type=loader.family,
             precision="fp32",
             source={"id": options.source_id or source_id, "revision": revision},
             files=describe_files(out_dir, files),
             graphs={"encoder": "encoder.onnx", "decoder": "decoder.onnx", "weights": WEIGHTS_FILE, **aligner_graph},
             architecture=_architecture_record(arch, model),
-            special_ids={
-                "decoder_start": int(config.decoder_start_token_id),
-                "eos": int(config.eos_token_id),
-                "pad": int(config.pad_token_id),
-                "unk": int(vocab.get("<unk>", 1)),
-            },
-            languages=_languages(vocab, options.default_target),
+            special_ids=tokenizer.special_ids,
+            languages=tokenizer.languages,
             max_positions=arch.max_positions,
-            generation=generation_defaults(model, int(config.pad_token_id)),
-            tokenizer=tokenizer,
+            generation=loader.generation_defaults(model),
+            tokenizer=tokenizer.record,
             exporter=package_versions(),
             shared_initializers=shared,
             alignment=alignment,
@@ -156,35 +142,20 @@ def export(source: str, out_dir: str | Path, options: ExportOptions | None = Non
     return manifest
 
 
-def _write_tokenizer_files(
-    local: Path, out_dir: Path, separate: bool
-) -> tuple[dict[str, int], dict[str, str], list[str]]:
-    """Copy the SentencePiece models (and the optional files), write the vocabularies as gzipped JSON.
-    Returns (source vocabulary, the manifest's tokenizer record, the vocabulary files written)."""
-    for name in ("source.spm", "target.spm", *OPTIONAL_FILES):
-        if (local / name).is_file():
+def _copy_optional_files(local: Path, out_dir: Path) -> None:
+    """The model's tokenizer config and card, kept for reference (not read by the runtime)."""
+    for name in OPTIONAL_FILES:
+        if (local / name).is_file() and not (out_dir / name).exists():
             shutil.copyfile(local / name, out_dir / name)
-    vocab: dict[str, int] = json.loads((local / "vocab.json").read_text(encoding="utf-8"))
-    _write_vocab(out_dir / VOCAB_FILE, vocab)
-    vocab_files = [VOCAB_FILE]
-    tokenizer = {"source_spm": "source.spm", "target_spm": "target.spm", "vocab": VOCAB_FILE}
-    if separate:
-        _write_vocab(out_dir / TARGET_VOCAB_FILE, json.loads((local / "target_vocab.json").read_text("utf-8")))
-        vocab_files.append(TARGET_VOCAB_FILE)
-        tokenizer["target_vocab"] = TARGET_VOCAB_FILE
-    return vocab, tokenizer, vocab_files
 
 
-def _languages(vocab: dict[str, int], default_target: str | None) -> dict[str, Any]:
-    """The manifest's language record: the vocabulary's ``>>xx<<`` tokens and the default one."""
-    languages = sorted((tok for tok in vocab if LANGUAGE_TOKEN.fullmatch(tok)), key=vocab.__getitem__)
-    default = default_target or default_language_token(languages)
-    if default is not None and default not in languages:
-        raise ExportError(f"--default-target {default!r} is not a language token of this model; have: {languages}")
-    return {"tokens": languages, "default": default}
-
-
-def _architecture_record(arch: MarianArch, model: Any) -> dict[str, Any]:
+def _architecture_record(arch: ModelArch, model: Any) -> dict[str, Any]:
+    # (the layout quirks are recorded only where they differ from Marian's, so Marian manifests stay as they were)
+    quirks = {
+        key: getattr(arch, key)
+        for key in ("pre_norm", "final_norms", "embedding_norm", "position_offset", "decoder_positions")
+        if getattr(arch, key) != getattr(ModelArch, key, None)
+    }
     return {
         "d_model": arch.d_model,
         "encoder_layers": arch.encoder_layers,
@@ -195,6 +166,7 @@ def _architecture_record(arch: MarianArch, model: Any) -> dict[str, Any]:
         "source_vocab_size": arch.source_vocab_size,
         "target_vocab_size": arch.target_vocab_size,
         "parameters": int(sum(p.numel() for p in model.parameters())),
+        **quirks,
     }
 
 

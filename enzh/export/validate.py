@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from enzh.export.samples import random_source_batches
+from enzh.export.samples import random_source_batches, token_range
 from enzh.runtime.batching import pad_batch
 from enzh.runtime.errors import ExportError
 from enzh.runtime.manifest import Manifest
@@ -100,11 +100,14 @@ def _max_abs_diff(ours: np.ndarray, reference: np.ndarray) -> float:
     return float(np.max(np.abs(ours.astype(np.float64) - reference.astype(np.float64)))) if ours.size else 0.0
 
 
-def _random_batches(vocab: int, pad: int, eos: int, max_positions: int, seed: int = 0) -> list[np.ndarray]:
+def _random_batches(vocab: int, special: dict[str, int], max_positions: int, seed: int = 0) -> list[np.ndarray]:
     """Source batches with padding: batch sizes 1..4, lengths from 1 token up to the position limit."""
     shapes = [(1, 1, 1), (3, 1, 7), (4, 1, 23), (2, 1, min(max_positions, 64)), (1, 1, max_positions)]
     rng = np.random.default_rng(seed)
-    return list(random_source_batches(rng, shapes, pad=pad, eos=eos, high=min(vocab, pad) - 1, longest_first=True))
+    low, high = token_range(special, vocab)
+    pad, eos = special["pad"], special["eos"]
+    batches = random_source_batches(rng, shapes, pad=pad, eos=eos, low=low, high=high - 1, longest_first=True)
+    return list(batches)
 
 
 def check_numerics(
@@ -133,13 +136,14 @@ def check_numerics(
     key_dims = sessions.encoder.get_outputs()[1].shape
     key_axes = (0, 2, 1, 3) if key_dims[2] == "src_len" else (0, 3, 1, 2)
     rng = np.random.default_rng(seed + 1)
-    for src in _random_batches(vocab, ids_["pad"], ids_["eos"], manifest.max_positions, seed):
+    target_low, target_high = token_range(ids_, target_vocab)
+    for src in _random_batches(vocab, ids_, manifest.max_positions, seed):
         mask = (src != ids_["pad"]).astype(np.int64)
         steps = min(decode_steps, manifest.max_positions)
         dec_in = np.concatenate(
             [
                 np.full((src.shape[0], 1), ids_["decoder_start"]),
-                rng.integers(2, target_vocab - 1, (src.shape[0], steps - 1)),
+                rng.integers(target_low, target_high, (src.shape[0], steps - 1)),
             ],
             axis=1,
         ).astype(np.int64)
@@ -294,7 +298,8 @@ def _strip(row: list[int], eos: int) -> tuple[int, ...]:
 def validate_directory(
     directory: str | Path, source: str, *, atol: float = 1e-4, sentences: list[str] | None = None
 ) -> ValidationReport:
-    from enzh.export.source import load_model, resolve_source
+    from enzh.export.families import loader_for
+    from enzh.export.source import resolve_source
 
     precision = Manifest.load(Path(directory)).precision
     if precision != "fp32":
@@ -304,7 +309,7 @@ def validate_directory(
             f"derived from, and measure the variant's quality with `enzh eval --model {directory}`"
         )
     local, _, _ = resolve_source(source)
-    model = load_model(local)
+    model = loader_for(local).load_model(local)
     numerics = check_numerics(Path(directory), model, atol=atol)
     parity, mismatches = check_tokens(Path(directory), model, sentences or SENTENCES)
     return ValidationReport(numerics=numerics, parity=parity, mismatches=mismatches)

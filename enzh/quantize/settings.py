@@ -24,8 +24,8 @@ EMBEDDINGS = ("quantized", "channels", "float")
 # s7 = signed codes within +-63 (as ONNX Runtime's reduce_range): the u8s8 kernels, fastest everywhere (VNNI where
 # the CPU has it), and no pair of products can saturate their 16-bit sums on AVX2 / AVX-512 without VNNI: exact
 # integer arithmetic on every x86 CPU; u8 = the full 255 levels + 128 as uint8 with zero point 128: the u8u8
-# kernels, exact everywhere and the most accurate, slower (measured); s8 = the full levels as int8: exact only
-# with VNNI, saturating elsewhere (a model quantized so is not portable).
+# kernels, exact everywhere and the most accurate, slower in large products (and without VNNI's speed where the
+# CPU has it); s8 = the full levels as int8: exact only with VNNI, saturating elsewhere (not portable).
 INT8_WEIGHTS = ("s7", "u8", "s8")
 # Source-aware shortlist: target pieces kept for every batch, and per source piece (measured on the demo model,
 # docs/shortlist.md).
@@ -51,9 +51,10 @@ class QuantizeSettings:
     * ``int8_weights`` (int8 with ``linear_op="dynamic"`` or ``embedding="channels"``): how the
       DynamicQuantizeMatMul weights are stored (:data:`INT8_WEIGHTS`): ``s7`` (default: int8 codes within +-63,
       exact integer arithmetic and full speed on every x86 CPU), ``u8`` (uint8 codes with zero point 128: all 255
-      levels, exact everywhere, about a third less logit error than s7 and 12-34 % slower on AVX2, measured in
-      docs/precision.md) or ``s8`` (int8 codes within +-127: exact only on CPUs with VNNI; on AVX2 and AVX-512
-      without VNNI ONNX Runtime's u8s8 kernels saturate and the logits drift).
+      levels, exact everywhere, about a third less logit error than s7; on an AVX2 CPU as fast in decoder steps of
+      1-16 rows and 16-30 % slower in the encoder and at 64 rows, docs/precision.md) or ``s8`` (int8 codes within
+      +-127: exact only on CPUs with VNNI; on AVX2 and AVX-512 without VNNI ONNX Runtime's u8s8 kernels saturate
+      and the logits drift).
     * ``cache``: element type of the decoder's self-attention cache, ``float32`` (default: fastest on CPUs
       without float16 arithmetic) or ``float16`` (half its memory, the largest buffers of a beam search; slower
       on such CPUs; measured in docs/precision.md).

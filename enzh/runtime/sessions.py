@@ -111,6 +111,9 @@ def rows_on_demand(directory: Path, manifest: Manifest) -> dict[str, RowsOnDeman
     }
 
 
+_WARNED: set[str] = set()  # directories warned about (once per process each)
+
+
 def warn_if_int8_saturates(directory: Path, manifest: Manifest) -> None:
     """Warn when an int8 variant stores signed weight codes (``int8_weights="s8"``, or a variant written before
     the setting existed) and this CPU's u8s8 kernels saturate (:mod:`enzh.runtime.cpu`)."""
@@ -120,7 +123,8 @@ def warn_if_int8_saturates(directory: Path, manifest: Manifest) -> None:
     if "DynamicQuantizeMatMul" not in str(quantization.get("linear", "")) + str(quantization.get("embedding_table")):
         return
     cpu = cpu_features()
-    if cpu.u8s8_saturates:
+    if cpu.u8s8_saturates and str(directory) not in _WARNED:
+        _WARNED.add(str(directory))
         logger.warning(
             "%s stores int8 weights as signed codes, and this CPU (%s) has no VNNI: ONNX Runtime's u8s8 kernels "
             "saturate here and the logits drift (docs/precision.md). Re-quantize it with `enzh quantize FP32_DIR "

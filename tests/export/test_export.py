@@ -94,16 +94,16 @@ def test_missing_source_is_a_clear_error(tmp_path):
 
 def test_validation_failure_reports_every_output(tiny_source, tmp_path, monkeypatch):
     """A wrong graph must fail the export with the max abs difference of each output."""
-    import enzh.export.pipeline as export_module
+    from enzh.export.families.marian import MarianLoader
 
-    real = export_module.collect_weights
+    real = MarianLoader.collect_weights
 
-    def broken(model, arch, store):
-        names = real(model, arch, store)
+    def broken(self, model, arch, store):
+        names = real(self, model, arch, store)
         store.arrays["decoder.0.fc2.b"][::2] += np.float32(0.5)  # a constant shift would vanish in LayerNorm
         return names
 
-    monkeypatch.setattr(export_module, "collect_weights", broken)
+    monkeypatch.setattr(MarianLoader, "collect_weights", broken)
     with pytest.raises(ExportError) as info:
         export(str(tiny_source("base")), tmp_path, ExportOptions(progress=False, force=True))
     message = str(info.value)
@@ -179,3 +179,12 @@ def test_step_without_logits_matches(tiny_export):
         np.testing.assert_array_equal(a.top_ids, b.top_ids)
         np.testing.assert_array_equal(a.top_log_probs, b.top_log_probs)
         tokens = a.top_ids[:, 0].copy()
+
+
+def test_an_unsupported_family_is_refused_by_name(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "t5"}', encoding="utf-8")
+    with pytest.raises(ExportError, match="holds a 't5' model; enzh exports these families .*: marian, m2m_100, mbart"):
+        export(str(tmp_path), tmp_path / "out", ExportOptions(progress=False))
+    (tmp_path / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ExportError, match="config.json is not valid JSON"):
+        export(str(tmp_path), tmp_path / "out", ExportOptions(progress=False))

@@ -67,16 +67,16 @@ def _drop_final_logits_bias(store):
 @pytest.mark.parametrize("breakage", [_break_query_scale, _drop_final_logits_bias])
 @pytest.mark.parametrize("variant", ["base", "large"])
 def test_a_broken_export_fails_validation(breakage, variant, tiny_source, large_weights_source, tmp_path, monkeypatch):
-    import enzh.export.pipeline as pipeline
+    from enzh.export.families.marian import MarianLoader
 
-    real = pipeline.collect_weights
+    real = MarianLoader.collect_weights
 
-    def broken(model, arch, store):
-        names = real(model, arch, store)
+    def broken(self, model, arch, store):
+        names = real(self, model, arch, store)
         breakage(store)
         return names
 
-    monkeypatch.setattr(pipeline, "collect_weights", broken)
+    monkeypatch.setattr(MarianLoader, "collect_weights", broken)
     source = tiny_source("base") if variant == "base" else large_weights_source
     with pytest.raises(ExportError, match="differ from PyTorch beyond float32 noise") as info:
         export(str(source), tmp_path / "out", ExportOptions(progress=False))

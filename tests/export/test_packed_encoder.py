@@ -11,19 +11,19 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from enzh.export.families.marian import MarianLoader
 from enzh.export.graph import WeightStore, build_encoder, pad_self_attention
-from enzh.export.marian import architecture, collect_weights
 from enzh.export.samples import random_source_batches
-from enzh.export.source import load_model
 
 from conftest import TINY_VARIANTS
 
 
 def _sessions(source, tmp_path):
-    model = load_model(source)
-    arch = architecture(model.config)
+    loader = MarianLoader()
+    model = loader.load_model(source)
+    arch = loader.architecture(model.config)
     store = WeightStore()
-    embed, _, _ = collect_weights(model, arch, store)
+    embed, _, _ = loader.collect_weights(model, arch, store)
     pad_self_attention(arch, store)
     store.write(tmp_path / "weights.bin")
     graphs = {}
