@@ -22,7 +22,7 @@ Lengths follow HF's encoder-decoder convention: every row starts with ``decoder_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -276,15 +276,20 @@ def _fill_from_end(finished: np.ndarray) -> np.ndarray:
 
 class _BansByLength:
     """:func:`fixed_bans` for every step of one call, computed twice instead of once per step (the tokens it
-    bans depend on the length only through ``length < min_length``), with their vocabulary check done once."""
+    bans depend on the length only through ``length < min_length``, besides a forced first token), with their
+    vocabulary check done once."""
 
     def __init__(self, settings: DecodingSettings) -> None:
         self.min_length = settings.min_length
-        self.early = fixed_bans(1, settings) if settings.min_length > 1 else None
-        self.late = fixed_bans(max(1, settings.min_length), settings)
+        self.forced_first = settings.forced_bos_token_id is not None
+        later = replace(settings, forced_bos_token_id=None)  # the bans of every step after the forced one
+        self.early = fixed_bans(1, later) if settings.min_length > 1 else None
+        self.late = fixed_bans(max(1, settings.min_length), later)
         self.vocab_checked: set[tuple[int, ...]] = set()
 
     def __call__(self, length: int) -> tuple[int, ...] | None:
+        if length == 1 and self.forced_first:
+            return None  # the forced first token: decided from all scores (every other one is -inf)
         return self.early if length < self.min_length else self.late
 
     def checked(self, bans: tuple[int, ...], step: Step) -> tuple[int, ...]:

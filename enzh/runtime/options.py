@@ -30,6 +30,8 @@ class DecodingSettings:
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
     renormalize_logits: bool = False
     forced_eos_token_id: int | None = None
+    # The token the first generated position is forced to (the target language of M2M100/NLLB/mBART-50).
+    forced_bos_token_id: int | None = None
     no_repeat_ngram_size: int = 0
     repetition_penalty: float = 1.0
     min_length: int = 0

@@ -64,6 +64,15 @@ def min_length(history: np.ndarray, scores: np.ndarray, length: int, eos: int) -
     return scores
 
 
+def forced_bos(history: np.ndarray, scores: np.ndarray, bos: int) -> np.ndarray:
+    """On the first generated position (the history is the start token alone) only ``bos`` is allowed, with
+    score 0 (the multilingual families' target-language token)."""
+    if history.shape[1] == 1:
+        scores[:] = -np.inf
+        scores[:, bos] = 0.0
+    return scores
+
+
 def forced_eos(history: np.ndarray, scores: np.ndarray, max_length: int, eos: int) -> np.ndarray:
     """On the last possible step (one token short of ``max_length``) only ``eos`` is allowed, with score 0."""
     if history.shape[1] == max_length - 1:
@@ -90,6 +99,8 @@ def process_scores(history: np.ndarray, scores: np.ndarray, settings: DecodingSe
         scores = bad_words(history, scores, settings.bad_words_ids, settings.eos_token_id)
     if settings.min_length > 0:
         scores = min_length(history, scores, settings.min_length, settings.eos_token_id)
+    if settings.forced_bos_token_id is not None:
+        scores = forced_bos(history, scores, settings.forced_bos_token_id)
     if settings.forced_eos_token_id is not None:
         scores = forced_eos(history, scores, settings.max_length, settings.forced_eos_token_id)
     if settings.renormalize_logits:
@@ -111,6 +122,8 @@ def fixed_bans(length: int, settings: DecodingSettings) -> tuple[int, ...] | Non
     ``length < settings.min_length`` (the searches compute it once for each side)."""
     if settings.repetition_penalty != 1.0 or settings.no_repeat_ngram_size > 0:
         return None
+    if settings.forced_bos_token_id is not None and length == 1:
+        return None  # the forced first token: every score but one is -inf
     banned = []
     for sequence in settings.bad_words_ids:
         if len(sequence) > 1:

@@ -207,6 +207,8 @@ def hf_generate(
         kwargs["repetition_penalty"] = float(settings.repetition_penalty)
     if settings.min_length:
         kwargs["min_length"] = settings.min_length
+    if settings.forced_bos_token_id is not None:
+        kwargs["forced_bos_token_id"] = settings.forced_bos_token_id
     ids, mask = pad_batch(spec, sources)
     with torch.no_grad():
         model = build_model(spec) if model is None else model
@@ -293,6 +295,10 @@ CASES = {
         {"num_beams": 5, "length_penalty": 0.6, "no_repeat_ngram_size": 3, "repetition_penalty": 1.3},
     ),
     "beam5-one-token": Case(SMALL, 1, {"num_beams": 5}, count=8),
+    # a forced first token (the target language of the multilingual families)
+    "greedy-forced-bos-minlen": Case(WIDE, 20, {"forced_bos_token_id": 9, "min_length": 4}),
+    "beam4-forced-bos": Case(MID, 20, {"num_beams": 4, "forced_bos_token_id": 7, "renormalize_logits": True}),
+    "beam2-forced-bos-eos": Case(SMALL, 6, {"num_beams": 2, "forced_bos_token_id": 3, "forced_eos_token_id": EOS}),
 }
 
 
@@ -562,8 +568,17 @@ def test_processors_match_hf(seed: int) -> None:
         (lambda x: processors.min_length(history, x, 12, eos=2), hf_processors.MinLengthLogitsProcessor(12, 2)),
         (lambda x: processors.forced_eos(history, x, 13, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(13, 4)),
         (lambda x: processors.forced_eos(history, x, 14, eos=4), hf_processors.ForcedEOSTokenLogitsProcessor(14, 4)),
+        (lambda x: processors.forced_bos(history, x, 9), hf_processors.ForcedBOSTokenLogitsProcessor(9)),
+        (lambda x: processors.forced_bos(history[:, :1], x, 9), hf_processors.ForcedBOSTokenLogitsProcessor(9)),
     ]
+    first = torch.from_numpy(history[:, :1].copy())  # the forced first token is decided on a start token alone
     for ours_fn, processor in pairs:
+        if (
+            isinstance(processor, hf_processors.ForcedBOSTokenLogitsProcessor)
+            and ours_fn(scores.copy())[0, 0] == -np.inf
+        ):
+            np.testing.assert_array_equal(ours_fn(scores.copy()), processor(first, values.clone()).numpy())
+            continue
         expected = processor(ids, values.clone()).numpy()
         np.testing.assert_array_equal(ours_fn(scores.copy()), expected, err_msg=type(processor).__name__)
     normalized = hf_processors.LogitNormalization()(ids, values.clone()).numpy()
