@@ -1,7 +1,10 @@
-"""Marian model quirks, in one place. Each rule has a one-line reason.
+"""Model quirks the runtime needs, in one place per family. Each rule has a one-line reason.
 
-The exporter records these facts in manifest.json; the runtime reads them back through this adapter, so a
-different Marian model (or a changed default) needs a different manifest, never different code.
+The exporter records these facts in manifest.json; the runtime reads them back through an adapter
+(:func:`adapter_for`), so a different model (or a changed default) needs a different manifest, never different
+code. :class:`MarianAdapter`: one target language per ``>>xx<<`` token written before the source text.
+:class:`MultilingualAdapter` (M2M100, NLLB-200, mBART-50): a source-language code the tokenizer puts around the
+text, and the target-language code forced as the first generated token.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def default_language_token(tokens: list[str]) -> str | None:
 def resolve_target(manifest: Any, target: str | None) -> str | None:
     """The language token a model directory's manifest gives ``target`` (``ValueError`` for one it lacks), without
     loading the model: for checks made before any work starts."""
-    return MarianAdapter.from_manifest(manifest).resolve_target(target)
+    return adapter_for(manifest).resolve_target(target)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +100,26 @@ class MarianAdapter:
         )
         raise ValueError(f"unknown target {target!r}; accepted: {', '.join(accepted)}")
 
+    def resolve_source(self, source: str | None) -> str | None:
+        """Marian models have one source language, given by the model itself: only None (or the language the
+        manifest names) is accepted."""
+        known = self.source_language
+        if source is None or source == known or (known and source.split("-")[0] == known):
+            return None
+        raise ValueError(
+            f"this model translates from {known or 'its one source language'} only; source={source!r} cannot be "
+            f"honoured; accepted: None{', ' + repr(known) if known else ''}"
+        )
+
+    @property
+    def source_language(self) -> str | None:
+        return None
+
+    def keep_untranslated(self, target: str | None) -> bool:
+        """Whether text without a Latin letter passes through untranslated (it is already in the target
+        language): for a model into Chinese."""
+        return self.into_chinese
+
     def with_language_token(self, text: str, token: str | None) -> str:
         # opus-mt-en-zh needs a target-language token first, or it mixes scripts; never add a second one.
         # Marian only honours a token at position 0, so one after leading spaces is moved there.
@@ -112,8 +135,10 @@ class MarianAdapter:
         *,
         max_new_tokens: int,
         num_beams: int | None = None,
+        target: Any = None,
         **overrides: Any,
     ) -> DecodingSettings:
+        # (``target``: Marian's is a token written into the source text, see with_language_token)
         gen = self.generation
         values: dict[str, Any] = {
             # Marian decodes from the pad id, never from eos (0).
@@ -136,3 +161,138 @@ class MarianAdapter:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return DecodingSettings(**values)
+
+
+# The user's codes for the multilingual families' own (BCP-47-style, mapped in one place): family -> alias -> code.
+CODE_ALIASES: dict[str, dict[str, str]] = {
+    "nllb": {
+        "en": "eng_Latn",
+        "zh": "zho_Hans",
+        "zh-Hans": "zho_Hans",
+        "zh-CN": "zho_Hans",
+        "zh-SG": "zho_Hans",
+        "zh-Hant": "zho_Hant",
+        "zh-TW": "zho_Hant",
+        "zh-HK": "zho_Hant",
+    },
+    # M2M100 has one Chinese (Simplified in its training data), mBART-50 zh_CN: no Traditional aliases for them.
+    "m2m100": {"en": "__en__", "zh": "__zh__", "zh-Hans": "__zh__", "zh-CN": "__zh__"},
+    "mbart50": {"en": "en_XX", "zh": "zh_CN", "zh-Hans": "zh_CN", "zh-CN": "zh_CN"},
+}
+CHINESE_CODES = ("zho_Hans", "zho_Hant", "__zh__", "zh_CN", "yue_Hant")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultilingualAdapter:
+    """M2M100, NLLB-200 and mBART-50: ``languages`` of the manifest lists the tokenizer's language codes (in id
+    order, with their ids), the default source and target; the tokenizer kind names which aliases apply."""
+
+    decoder_start_token_id: int
+    eos_token_id: int
+    pad_token_id: int
+    unk_token_id: int
+    kind: str  # the tokenizer: nllb, m2m100 or mbart50
+    codes: dict[str, int]  # language code -> token id
+    default_source: str
+    default_target: str
+    max_positions: int
+    generation: dict[str, Any]
+
+    @classmethod
+    def from_manifest(cls, manifest: Any) -> MultilingualAdapter:
+        ids, languages = manifest.special_ids, manifest.languages
+        return cls(
+            decoder_start_token_id=ids["decoder_start"],
+            eos_token_id=ids["eos"],
+            pad_token_id=ids["pad"],
+            unk_token_id=ids["unk"],
+            kind=manifest.tokenizer["kind"],
+            codes={str(code): int(idx) for code, idx in languages["codes"].items()},
+            default_source=languages["default_source"],
+            default_target=languages["default_target"],
+            max_positions=manifest.max_positions,
+            generation=dict(manifest.generation),
+        )
+
+    @property
+    def language_tokens(self) -> tuple[str, ...]:
+        return tuple(self.codes)
+
+    @property
+    def default_language(self) -> str:
+        return self.default_target
+
+    @property
+    def source_language(self) -> str:
+        return self.default_source
+
+    def _resolve(self, code: str | None, default: str, role: str) -> str:
+        if code is None:
+            return default
+        found = CODE_ALIASES.get(self.kind, {}).get(code, code)
+        if found in self.codes:
+            return found
+        aliases = sorted(a for a, c in CODE_ALIASES.get(self.kind, {}).items() if c in self.codes)
+        some = ", ".join([*aliases, *list(self.codes)[:8]])
+        raise ValueError(f"unknown {role} {code!r}; accepted: {some}, ... ({len(self.codes)} language codes)")
+
+    def resolve_target(self, target: str | None) -> str:
+        """The target-language code for ``target`` (an alias such as ``zh-Hant``, or a code such as ``zho_Hant``)."""
+        return self._resolve(target, self.default_target, "target")
+
+    def resolve_source(self, source: str | None) -> str:
+        return self._resolve(source, self.default_source, "source")
+
+    @functools.cached_property
+    def into_chinese(self) -> bool:
+        return self.default_target in CHINESE_CODES
+
+    def keep_untranslated(self, target: str | None) -> bool:
+        """Text without a Latin letter passes through untranslated when the translation is from a Latin-script
+        language into Chinese (the rule Marian's en->zh models follow; other directions translate everything)."""
+        latin_source = self.default_source in ("eng_Latn", "__en__", "en_XX")
+        return latin_source and (target or self.default_target) in CHINESE_CODES
+
+    def with_language_token(self, text: str, token: str | None) -> str:
+        # The source-language code is the tokenizer's to add; the target's is forced at decoding.
+        return text
+
+    def decoding_settings(
+        self,
+        *,
+        max_new_tokens: int,
+        num_beams: int | None = None,
+        target: Any = None,
+        **overrides: Any,
+    ) -> DecodingSettings:
+        gen = self.generation
+        values: dict[str, Any] = {
+            # These families start decoding from eos (</s>), then force the target-language code.
+            "decoder_start_token_id": self.decoder_start_token_id,
+            "eos_token_id": self.eos_token_id,
+            "pad_token_id": self.pad_token_id,
+            "max_length": min(max_new_tokens + 1, self.max_positions),
+            "num_beams": num_beams if num_beams is not None else gen.get("num_beams", 1),
+            "length_penalty": gen.get("length_penalty", 1.0),
+            "early_stopping": gen.get("early_stopping", False),
+            "bad_words_ids": tuple(tuple(seq) for seq in gen.get("bad_words_ids") or ()),
+            "renormalize_logits": gen.get("renormalize_logits", False),
+            "forced_eos_token_id": gen.get("forced_eos_token_id"),
+            # The first generated token is the target-language code (transformers' forced_bos_token_id).
+            "forced_bos_token_id": self.codes[self.resolve_target(target)],
+            "no_repeat_ngram_size": gen.get("no_repeat_ngram_size", 0),
+            "repetition_penalty": gen.get("repetition_penalty", 1.0),
+            "min_length": gen.get("min_length", 0),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return DecodingSettings(**values)
+
+
+Adapter = MarianAdapter | MultilingualAdapter
+
+
+def adapter_for(manifest: Any) -> Adapter:
+    """The adapter of a model directory's family (manifest.model_type)."""
+    if manifest.model_type == "marian":
+        return MarianAdapter.from_manifest(manifest)
+    return MultilingualAdapter.from_manifest(manifest)

@@ -29,7 +29,7 @@ import sentencepiece
 
 from enzh.runtime.pieces import Span, pieces_with_spans
 
-__all__ = ["MarianTokenizer"]
+__all__ = ["MarianTokenizer", "tokenizer_for"]
 
 _SPIECE_UNDERLINE = "▁"
 
@@ -464,3 +464,18 @@ class MarianTokenizer:
             out.append(self._join(decoded[pos : pos + len(groups)], seps))
             pos += len(groups)
         return out
+
+
+def tokenizer_for(directory: str | os.PathLike[str], manifest: Any) -> Any:
+    """The tokenizer of an exported model directory: Marian's, or the multilingual family's its manifest names
+    (``tokenizer.kind``: nllb, m2m100, mbart50; :mod:`enzh.runtime.fairseq_tokenizers`)."""
+    kind = manifest.tokenizer.get("kind", "marian")
+    if kind == "marian":
+        return MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
+    from enzh.runtime.fairseq_tokenizers import TOKENIZERS
+
+    if kind not in TOKENIZERS:
+        raise ValueError(
+            f"{directory}: unknown tokenizer kind {kind!r} in manifest.json; known: {', '.join(TOKENIZERS)}"
+        )
+    return TOKENIZERS[kind].from_model_dir(directory, manifest.tokenizer)

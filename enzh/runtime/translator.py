@@ -9,13 +9,13 @@ import functools
 import hashlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from enzh.runtime.adapter import MarianAdapter
+from enzh.runtime.adapter import MultilingualAdapter, adapter_for
 from enzh.runtime.batching import pad_batch, plan_batches
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
 from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
@@ -25,7 +25,7 @@ from enzh.runtime.pieces import Span
 from enzh.runtime.segment import PreparedText, assemble_text, prepare_text, split_sentences
 from enzh.runtime.sessions import ModelSessions
 from enzh.runtime.shards import ShardRunner, shard_sentences
-from enzh.runtime.tokenizer import MarianTokenizer
+from enzh.runtime.tokenizer import tokenizer_for
 
 logger = logging.getLogger("enzh")
 
@@ -47,8 +47,8 @@ class Translator:
         self.directory = directory
         self.manifest = manifest
         self.options = options
-        self.adapter = MarianAdapter.from_manifest(manifest)
-        self.tokenizer = MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
+        self.adapter = adapter_for(manifest)
+        self.tokenizer = tokenizer_for(directory, manifest)
         self.sessions = ModelSessions(directory, manifest, options)
         # Threads that decode a batch's sentences at once (enzh.runtime.shards; 1: the calling thread alone).
         self._shards = ShardRunner(self.sessions.shards)
@@ -79,15 +79,18 @@ class Translator:
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
         target: str | None = None,
+        source: str | None = None,
     ) -> list[str]:
         """Translate each text; returns one string per input, in order.
 
         Every text is split into sentences (one model input each) and rejoined with its line breaks, blank
-        lines and indentation as sent; blank text, and text that is already Chinese, comes back unchanged."""
-        return [
-            t.text
-            for t in self.translate_detailed(texts, beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
-        ]
+        lines and indentation as sent; blank text, and text that is already Chinese, comes back unchanged.
+        ``target``/``source``: languages (``zh-Hant``, ``en``, or the model's own codes such as ``zho_Hant``);
+        None: the model's defaults (a Marian model has one source language)."""
+        found = self.translate_detailed(
+            texts, beam_size=beam_size, max_new_tokens=max_new_tokens, target=target, source=source
+        )
+        return [t.text for t in found]
 
     def translate_detailed(
         self,
@@ -97,6 +100,7 @@ class Translator:
         max_new_tokens: int | None = None,
         target: str | None = None,
         alternatives: int | None = None,
+        source: str | None = None,
     ) -> list[Translation]:
         """Translate each text, with token ids and scores; ``alternatives=N`` also returns each text's N best
         translations (N <= the beam size: beam search's n-best, in ``generate(num_return_sequences=N)``'s
@@ -104,13 +108,18 @@ class Translator:
         options = TranslateOptions(beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
         texts = _check_texts(texts)
         token = self.adapter.resolve_target(options.target)
+        source_code = self.adapter.resolve_source(source)
         count = 1 if alternatives is None else self._check_alternatives(alternatives, options.beam_size)
         # Each text becomes sentences (one model input each, or several parts when a sentence is longer than the
         # model's positions: nothing is truncated) and the layout between them.
-        prepared = [self.prepare_text(text, token) for text in texts]
+        prepared = [self.prepare_text(text, token, source_code) for text in texts]
         sources = [ids for text in prepared for piece in text.sources for ids in piece]
         nbest = self.generate_nbest_ids(
-            sources, num_return_sequences=count, beam_size=options.beam_size, max_new_tokens=options.max_new_tokens
+            sources,
+            num_return_sequences=count,
+            beam_size=options.beam_size,
+            max_new_tokens=options.max_new_tokens,
+            target=token,
         )
         decoded = iter(self.tokenizer.decode_batch([h.token_ids for hyps in nbest for h in hyps]))
         ranked = iter([[(next(decoded), h) for h in hyps] for hyps in nbest])
@@ -140,12 +149,14 @@ class Translator:
             )
         return translations
 
-    def prepare_text(self, text: str, language_token: str | None) -> PreparedText:
+    def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:
         """``text``'s sentences and the source ids of each sentence the model translates (none for blank pieces,
         or for text that is already Chinese when the model translates into Chinese); see
-        :func:`enzh.runtime.segment.prepare_text`."""
+        :func:`enzh.runtime.segment.prepare_text`. ``language_token``: the resolved target
+        (:meth:`resolve_target`), ``source``: the resolved source (:meth:`resolve_source`; None for Marian)."""
+        keep = self.adapter.keep_untranslated(language_token)
         return prepare_text(
-            text, lambda piece: self._encode_parts(piece, language_token), keep_untranslated=self.adapter.into_chinese
+            text, lambda piece: self._encode_parts(piece, language_token, source), keep_untranslated=keep
         )
 
     def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
@@ -167,12 +178,23 @@ class Translator:
             )
         return count
 
-    def _encode_parts(self, text: str, language_token: str | None) -> list[list[int]]:
+    def _encode(self, text: str, language_token: str | None, source: str | None) -> list[int]:
+        """One model input: Marian writes the target token before the text; the multilingual families' tokenizer
+        puts the source-language code around it."""
+        if isinstance(self.adapter, MultilingualAdapter):
+            return self.tokenizer.encode(text, source or self.adapter.default_source)
+        return self.tokenizer.encode(self.adapter.with_language_token(text, language_token))
+
+    def _encode_parts(self, text: str, language_token: str | None, source: str | None = None) -> list[list[int]]:
         """Source ids of ``text`` split into parts of at most max_positions tokens; [] for blank text."""
         if not text.strip():
             return []
         limit = self.adapter.max_positions
-        ids = self.tokenizer.encode(self.adapter.with_language_token(text, language_token))
+
+        def encode(part: str) -> list[int]:
+            return self._encode(part, language_token, source)
+
+        ids = encode(text)
         if len(ids) <= limit:
             return [ids]
         # Too long: split into sentences, pack them greedily, and split a sentence that alone is too long
@@ -181,37 +203,39 @@ class Translator:
         pending = ""
         for sentence in split_sentences(text):
             candidate = f"{pending} {sentence}".strip()
-            if len(self.tokenizer.encode(self.adapter.with_language_token(candidate, language_token))) <= limit:
+            if len(encode(candidate)) <= limit:
                 pending = candidate
                 continue
             if pending:
-                chunks.append(self.tokenizer.encode(self.adapter.with_language_token(pending, language_token)))
-            single = self.tokenizer.encode(self.adapter.with_language_token(sentence, language_token))
+                chunks.append(encode(pending))
+            single = encode(sentence)
             if len(single) <= limit:
                 pending = sentence
             else:
-                chunks.extend(self._windows(sentence, language_token, limit))
+                chunks.extend(self._windows(sentence, encode, limit))
                 pending = ""
         if pending:
-            chunks.append(self.tokenizer.encode(self.adapter.with_language_token(pending, language_token)))
+            chunks.append(encode(pending))
         return chunks
 
-    def _windows(self, sentence: str, language_token: str | None, limit: int) -> list[list[int]]:
-        pieces = self.tokenizer.source_pieces(sentence)
+    def _windows(self, sentence: str, encode: Callable[[str], list[int]], limit: int) -> list[list[int]]:
+        pieces = [piece for piece, _ in self.tokenizer.source_spans(sentence) or []]
         size = limit - 2  # room for the language token and eos
         windows = []
         for start in range(0, len(pieces), size):
             chunk = "".join(pieces[start : start + size]).replace("\u2581", " ").strip()
-            ids = self.tokenizer.encode(self.adapter.with_language_token(chunk, language_token))
+            ids = encode(chunk)
             while len(ids) > limit:  # re-tokenising joined pieces can differ slightly; shrink until it fits
                 chunk = chunk[: int(len(chunk) * 0.9)]
-                ids = self.tokenizer.encode(self.adapter.with_language_token(chunk, language_token))
+                ids = encode(chunk)
             windows.append(ids)
         return windows
 
     # -- id API (used by the parity tests and validate) ----------------------------------------------------
 
     def settings(self, *, max_new_tokens: int, beam_size: int | None = None, **overrides: object) -> DecodingSettings:
+        """The decoding settings of one call; ``target`` among the overrides: the resolved target, whose code the
+        multilingual families force as the first token (Marian's is in the source text)."""
         return self.adapter.decoding_settings(max_new_tokens=max_new_tokens, num_beams=beam_size, **overrides)
 
     def generate_ids(
@@ -352,7 +376,8 @@ class Translator:
                 continue
             # rows: the translation's pieces (not eos); columns: the sentence's pieces (not the language token nor
             # eos), renormalized so that each row sums to 1 over them
-            weights = next(matrices)[: len(c.target), c.skip : c.skip + len(c.source)].astype(np.float64)
+            rows = slice(c.target_skip, c.target_skip + len(c.target))
+            weights = next(matrices)[rows, c.skip : c.skip + len(c.source)].astype(np.float64)
             weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-12)
             out.append(TextAlignment(c.source, c.target, weights))
         return out
@@ -363,19 +388,24 @@ class Translator:
         target = tokenizer.target_spans(translation)
         if not source or not target:  # None: not valid UTF-8
             return None
-        source_ids = tokenizer.encode(self.adapter.with_language_token(sentence, language_token))
+        source_ids = self._encode(sentence, language_token, None)
         skip = len(source_ids) - 1 - len(source)  # the language token before the sentence's pieces
         expected = [tokenizer.token_to_id(piece) for piece, _ in source]
         unk = tokenizer.unk_id
         if skip < 0 or source_ids[skip:-1] != [unk if i is None else i for i in expected]:
             return None
         vocab = self._target_piece_ids
-        target_ids = [vocab.get(piece, unk) for piece, _ in target] + [tokenizer.eos_id]
+        # The multilingual families' translations start with the forced target-language code.
+        adapter = self.adapter
+        prefix = (
+            [adapter.codes[adapter.resolve_target(language_token)]] if isinstance(adapter, MultilingualAdapter) else []
+        )
+        target_ids = [*prefix, *(vocab.get(piece, unk) for piece, _ in target), tokenizer.eos_id]
         limit = self.adapter.max_positions
         if len(source_ids) > limit or len(target_ids) > limit:
             return None
         spans = tuple(span for _, span in source), tuple(span for _, span in target)
-        return _AlignmentInputs(source_ids, target_ids, spans[0], spans[1], skip)
+        return _AlignmentInputs(source_ids, target_ids, spans[0], spans[1], skip, len(prefix))
 
     @functools.cached_property
     def _target_piece_ids(self) -> dict[str, int]:
@@ -436,6 +466,7 @@ class _AlignmentInputs:
     source: tuple[Span, ...]
     target: tuple[Span, ...]
     skip: int  # source ids before the sentence's first piece (the language token)
+    target_skip: int = 0  # target ids before the translation's first piece (a forced language code)
 
 
 def _check_texts(texts: object) -> list[str]:
