@@ -17,7 +17,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--max-new-tokens", type=positive_int, help="max generated tokens per sentence (default: bounded by source)"
     )
-    p.add_argument("--target", help="zh-Hans (default) or zh-Hant, or a language token like >>cmn_Hant<<")
+    p.add_argument(
+        "--target",
+        help="target language: zh-Hans (default) or zh-Hant, en, a language token like >>cmn_Hant<<, or a "
+        "multilingual model's own code (zho_Hant, __zh__, zh_CN); the model's languages decide what is accepted",
+    )
+    p.add_argument(
+        "--source",
+        help="source language of a multilingual model (en by default; zh, eng_Latn, ...); a Marian model has one",
+    )
     p.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0 = all cores)")
     p.set_defaults(run=run)
 
@@ -28,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     translator = Translator.load(args.model, intra_op_threads=args.threads)
     texts = args.texts if args.texts else [line.rstrip("\n") for line in sys.stdin]
     outputs = translator.translate(
-        texts, beam_size=args.beam_size, max_new_tokens=args.max_new_tokens, target=args.target
+        texts, beam_size=args.beam_size, max_new_tokens=args.max_new_tokens, target=args.target, source=args.source
     )
     for text in outputs:
         print(text.replace("\n", " "))

@@ -72,6 +72,10 @@ class ModelArch:
     position_offset: int = 0
     # The stored table the decoder's positions come from ("positions": the encoder's, when they are equal).
     decoder_positions: str = "positions"
+    # Pad-aware positions (M2M100/NLLB): a pad token reads row `pad_token_id` (zeros) and does not advance the
+    # count; every other token reads row pad_token_id + 1 + (tokens before it that are not pad).
+    pad_aware_positions: bool = False
+    pad_token_id: int = -1
 
     def __post_init__(self) -> None:
         if self.activation not in _ACTIVATIONS:
@@ -318,8 +322,13 @@ def _embed(g: GraphBuilder, arch: ModelArch, table: str, ids: str, positions: st
     return g.norm(h, f"{side}.embed_ln", arch) if arch.embedding_norm else h
 
 
-def _position_rows(g: GraphBuilder, arch: ModelArch, table: str, length: str) -> str:
-    """Rows position_offset .. position_offset + length - 1 of a position table (positions 0..length-1)."""
+def _position_rows(g: GraphBuilder, arch: ModelArch, table: str, length: str, ids: str) -> str:
+    """The position rows of a whole sequence ``ids`` [B, L] (``length``: L): rows position_offset ..
+    position_offset + L - 1 of the table ([L, d], the same for every row), or pad-aware rows ([B, L, d])."""
+    if arch.pad_aware_positions:
+        real = g.op1("Cast", [g.op1("Not", [g.op1("Equal", [ids, g.const(arch.pad_token_id)])])], to=TensorProto.INT64)
+        count = g.op1("Mul", [g.op1("CumSum", [real, g.const(1)]), real])  # 1, 2, ... over real tokens, 0 on pads
+        return g.op1("Gather", [g.weight(table), g.op1("Add", [count, g.const(arch.pad_token_id)])])
     start = g.const([arch.position_offset])
     end = g.op1("Add", [length, start]) if arch.position_offset else length
     return g.op1("Slice", [g.weight(table), start, end, g.const([0])])
@@ -332,7 +341,7 @@ def build_encoder(arch: ModelArch, store: WeightStore, embed_name: str, *, packe
     d, heads = arch.d_model, arch.encoder_heads
     # Positions 0..S-1 of the static sinusoidal table.
     seq_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
-    positions = _position_rows(g, arch, "positions", seq_len)
+    positions = _position_rows(g, arch, "positions", seq_len, "input_ids")
     h = _embed(g, arch, embed_name, "input_ids", positions, "encoder")
     # Additive mask: 0 where attended, float32 min where padded; shape [B, 1, 1, S].
     is_pad = g.op1("Equal", ["attention_mask", g.const(0)])
@@ -462,7 +471,11 @@ def build_decoder(arch: ModelArch, store: WeightStore, embed_name: str, lm_head_
     # Gemm after ONNX Runtime's MatMul+Add fusion, and there are few shape nodes per layer (a step's cost on a
     # small model is mostly per-node dispatch).
     row = g.op1("Add", ["position", g.const([arch.position_offset])]) if arch.position_offset else "position"
-    positions = g.op1("Gather", [g.weight(arch.decoder_positions), row])  # [1, d]
+    if arch.pad_aware_positions:  # a pad input reads the pad row (zeros); [R, 1] rows
+        row = g.op1(
+            "Where", [g.op1("Equal", ["input_ids", g.const(arch.pad_token_id)]), g.const(arch.pad_token_id), row]
+        )
+    positions = g.op1("Gather", [g.weight(arch.decoder_positions), row])  # [1, d] (pad-aware: [R, 1, d])
     # The lookup reads input_ids itself (precision variants recognise and rewrite it by that name).
     h = g.op1("Reshape", [_embed(g, arch, embed_name, "input_ids", positions, "decoder"), g.const([-1, d])])  # [R, d]
     # GroupQueryAttention reads the cache up to seqlens_k (= position, the same for every row) and writes this
@@ -555,7 +568,7 @@ def build_aligner(arch: ModelArch, store: WeightStore, embed_name: str, settings
     dh, padded = d // n_heads, cache_head_size(arch)
     # Positions 0..T-1 and a causal bias [T, T]: 0 on and below the diagonal, float32 min above it.
     target_len = g.op1("Gather", [g.op1("Shape", ["input_ids"]), g.const([1])])
-    positions = _position_rows(g, arch, arch.decoder_positions, target_len)
+    positions = _position_rows(g, arch, arch.decoder_positions, target_len, "input_ids")
     h = _embed(g, arch, embed_name, "input_ids", positions, "decoder")  # [B, T, d]
     steps = g.op1("Range", [g.const(0), g.op1("Squeeze", [target_len, g.const([0])]), g.const(1)])
     later = g.op1("Less", [g.op1("Unsqueeze", [steps, g.const([1])]), g.op1("Unsqueeze", [steps, g.const([0])])])

@@ -153,7 +153,15 @@ def _architecture_record(arch: ModelArch, model: Any) -> dict[str, Any]:
     # (the layout quirks are recorded only where they differ from Marian's, so Marian manifests stay as they were)
     quirks = {
         key: getattr(arch, key)
-        for key in ("pre_norm", "final_norms", "embedding_norm", "position_offset", "decoder_positions")
+        for key in (
+            "pre_norm",
+            "final_norms",
+            "embedding_norm",
+            "position_offset",
+            "decoder_positions",
+            "pad_aware_positions",
+            "pad_token_id",
+        )
         if getattr(arch, key) != getattr(ModelArch, key, None)
     }
     return {

@@ -256,8 +256,10 @@ def check_tokens(
     from enzh.runtime.translator import Translator
 
     translator = Translator.load(directory, verify_hashes=False)
-    token = translator.adapter.resolve_target(None)
-    sources = [translator.tokenizer.encode(translator.adapter.with_language_token(s, token)) for s in sentences]
+    token = translator.resolve_target(None)
+    # each sentence is one model input (the default source language; Marian: the default target token first)
+    sources = [ids for s in sentences for piece in translator.prepare_text(s, token).sources for ids in piece]
+    settings = translator.settings(max_new_tokens=max_new_tokens, target=token)
     parity: dict[str, tuple[int, int]] = {}
     mismatches: list[str] = []
     for beams_n in beams:
@@ -268,9 +270,11 @@ def check_tokens(
             for group in groups:
                 ours += [
                     h.token_ids
-                    for h in translator.generate_ids(group, beam_size=beams_n, max_new_tokens=max_new_tokens)
+                    for h in translator.generate_ids(
+                        group, beam_size=beams_n, max_new_tokens=max_new_tokens, target=token
+                    )
                 ]
-                ids, mask = pad_batch(group, translator.adapter.pad_token_id)
+                ids, mask = pad_batch(group, settings.pad_token_id)
                 with torch.no_grad():
                     out = model.generate(
                         input_ids=torch.from_numpy(ids),
@@ -278,9 +282,10 @@ def check_tokens(
                         num_beams=beams_n,
                         max_length=max_new_tokens + 1,  # counts the start token, like max_new_tokens here
                         do_sample=False,
-                        bad_words_ids=[list(s) for s in translator.adapter.generation["bad_words_ids"]],
+                        bad_words_ids=[list(s) for s in settings.bad_words_ids] or None,
+                        forced_bos_token_id=settings.forced_bos_token_id,
                     )
-                theirs += [_strip(row, translator.adapter.eos_token_id) for row in out.tolist()]
+                theirs += [_strip(row, settings.eos_token_id) for row in out.tolist()]
             case = f"{'greedy' if beams_n == 1 else f'beam {beams_n}'}, {mode}"
             same = sum(a == b for a, b in zip(ours, theirs, strict=True))
             parity[case] = (same, len(ours))

@@ -113,7 +113,8 @@ class MarianAdapter:
 
     @property
     def source_language(self) -> str | None:
-        return None
+        # The OPUS-MT en->zh models translate from English (their target tokens say Chinese, nothing says the source).
+        return "en" if self.into_chinese else None
 
     def keep_untranslated(self, target: str | None) -> bool:
         """Whether text without a Latin letter passes through untranslated (it is already in the target

@@ -246,3 +246,191 @@ def build_shaped_model(
 def build_reference_shaped(directory: Path, *, seed: int = 0, config_dir: Path = REFERENCE_CONFIG) -> Path:
     """The tests' and precision report's shaped model: config from ``config_dir``, tiny tokenizers."""
     return build_shaped_model(directory, seed=seed, config_dir=config_dir, tokenizer="tiny")
+
+
+# ---------------------------------------------------------------------------------------------------- fairseq families
+
+# Traditional characters for the multilingual tokenizers' training text (zho_Hant sources must not be all <unk>).
+HANT = "們這個國說時過來學對會著門開關東車馬鳥魚語讀書寫長見點裡後體發經"
+
+
+def fairseq_corpus(seed: int, n: int = 300) -> list[str]:
+    """Mixed English / Simplified / Traditional Chinese lines: the multilingual tokenizers' training text."""
+    en, zh = corpus(seed, n)
+    rng = random.Random(seed + 1)
+    hant = ["".join(rng.choice(HANT + HANZI) for _ in range(rng.randint(2, 12))) + "。" for _ in range(n // 3)]
+    return en + zh + hant
+
+
+def train_fairseq_spm(lines: list[str], path: Path, vocab_size: int, model_type: str) -> None:
+    """A SentencePiece model in the fairseq families' layout (<unk>=0, <s>=1, </s>=2, no <pad>), nmt_nfkc rules."""
+    import sentencepiece as spm
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=1.0,
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=-1,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
+    )
+    path.write_bytes(model.getvalue())
+
+
+SPM_FILE = "sentencepiece.bpe.model"  # the fairseq families name their SentencePiece model so
+
+
+def write_nllb_tokenizer(
+    directory: Path, *, seed: int = 0, spm_vocab: int = 200, legacy_behaviour: bool = False
+) -> int:
+    """An NLLB tokenizer directory as the hub holds one, from a freshly trained BPE SentencePiece model:
+    sentencepiece.bpe.model, tokenizer.json (<s> <pad> </s> <unk>, pieces, the 202 language codes, <mask>) and
+    tokenizer_config.json. Returns the number of ids (the model's vocab_size)."""
+    from transformers import AddedToken, NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    directory.mkdir(parents=True, exist_ok=True)
+    train_fairseq_spm(fairseq_corpus(seed), directory / SPM_FILE, spm_vocab, "bpe")
+    # transformers 5.23 converts the SentencePiece model itself but drops the language codes unless they are
+    # named, and puts <mask> before them: name them, add <mask> after them (the hub's layout).
+    tokenizer = NllbTokenizer.from_pretrained(
+        str(directory),
+        extra_special_tokens=list(FAIRSEQ_LANGUAGE_CODES),
+        mask_token=None,
+        legacy_behaviour=legacy_behaviour,
+    )
+    tokenizer.add_special_tokens({"mask_token": AddedToken("<mask>", normalized=True, lstrip=True, special=True)})
+    tokenizer.save_pretrained(str(directory))
+    return len(tokenizer)
+
+
+def write_mbart50_tokenizer(directory: Path, *, seed: int = 0, spm_vocab: int = 200) -> int:
+    """An mBART-50 tokenizer directory from a freshly trained Unigram SentencePiece model (mBART's
+    "sentencepiece.bpe.model" is a Unigram model): the model, tokenizer.json and tokenizer_config.json.
+    Returns the number of ids."""
+    from transformers import MBart50Tokenizer
+
+    directory.mkdir(parents=True, exist_ok=True)
+    train_fairseq_spm(fairseq_corpus(seed), directory / SPM_FILE, spm_vocab, "unigram")
+    tokenizer = MBart50Tokenizer.from_pretrained(str(directory))
+    tokenizer.save_pretrained(str(directory))
+    return len(tokenizer)
+
+
+def write_m2m100_tokenizer(directory: Path, *, seed: int = 0, spm_vocab: int = 200) -> int:
+    """An M2M100 tokenizer directory: sentencepiece.bpe.model, vocab.json in an order of its own (fairseq's
+    dictionary is not the SentencePiece order; two pieces are left out, one entry SentencePiece does not have is
+    added), tokenizer_config.json and special_tokens_map.json naming the 100 language tokens as the hub's do.
+    Returns the number of ids (the model adds 8 "madeupword" ids after them)."""
+    import sentencepiece as spm
+    from transformers import M2M100Tokenizer
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+    directory.mkdir(parents=True, exist_ok=True)
+    train_fairseq_spm(fairseq_corpus(seed), directory / SPM_FILE, spm_vocab, "bpe")
+    sp = spm.SentencePieceProcessor(model_file=str(directory / SPM_FILE))
+    pieces = [sp.id_to_piece(i) for i in range(3, sp.get_piece_size())]
+    rng = random.Random(seed)
+    rng.shuffle(pieces)
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for piece in [*pieces[2:], "▁zzextra"]:
+        vocab[piece] = len(vocab)
+    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    language_tokens = [f"__{code}__" for code in FAIRSEQ_LANGUAGE_CODES["m2m100"]]
+    specials = {
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "pad_token": "<pad>",
+        "sep_token": "</s>",
+        "unk_token": "<unk>",
+    }
+    config: dict[str, Any] = {
+        **specials,
+        "additional_special_tokens": language_tokens,
+        "language_codes": "m2m100",
+        "model_max_length": 1024,
+        "num_madeup_words": 8,
+        "sp_model_kwargs": {},
+        "src_lang": None,
+        "tgt_lang": None,
+        "tokenizer_class": "M2M100Tokenizer",
+    }
+    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    special_map = {**specials, "additional_special_tokens": language_tokens}
+    (directory / "special_tokens_map.json").write_text(json.dumps(special_map, indent=2), encoding="utf-8")
+    return len(M2M100Tokenizer.from_pretrained(str(directory)))
+
+
+FAMILY_TOKENIZERS = {
+    "nllb": "write_nllb_tokenizer",
+    "m2m100": "write_m2m100_tokenizer",
+    "mbart50": "write_mbart50_tokenizer",
+}
+
+
+def build_tiny_multilingual(
+    directory: Path, kind: str, *, seed: int = 0, eos_bias: float = 0.0, **overrides: Any
+) -> Path:
+    """A random model of a multilingual family with its real tokenizer files (``kind``: nllb or m2m100, an
+    M2M100ForConditionalGeneration; mbart50, an MBartForConditionalGeneration): the tokenizer built by
+    :func:`write_nllb_tokenizer` & co., the model sized to its ids (ids 0-3: <s> <pad> </s> <unk>), unit-scale
+    random weights and ``eos_bias`` added to eos's logit so sentences stop at different steps."""
+    import torch
+    import transformers
+
+    vocab_size = globals()[FAMILY_TOKENIZERS[kind]](directory, seed=seed)
+    if kind == "m2m100":
+        vocab_size += 8  # the "madeupword" ids fairseq's M2M100 checkpoints have after the language tokens
+    settings: dict[str, Any] = dict(
+        vocab_size=vocab_size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        scale_embedding=True,
+        activation_function="gelu" if kind == "mbart50" else "relu",
+        # An output projection of its own: tied to unit-scale embeddings, a random model repeats its input token.
+        tie_word_embeddings=False,
+    )
+    settings.update(overrides)
+    torch.manual_seed(seed)
+    model: Any
+    if kind == "mbart50":
+        model = transformers.MBartForConditionalGeneration(transformers.MBartConfig(**settings))
+    else:
+        model = transformers.M2M100ForConditionalGeneration(transformers.M2M100Config(**settings))
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "layer_norm" in pname or "layernorm" in pname:
+                p.normal_(1.0 if pname.endswith("weight") else 0.0, 0.1)
+            elif p.dim() > 1 and not any(k in pname for k in ("embed", "shared", "lm_head")):
+                p.normal_(0, p.shape[1] ** -0.5)
+            else:
+                p.normal_(0, 1.0 if p.dim() > 1 else 0.1)
+        # eos likelier along the output of the decoder's final norm's bias (the same in every row): M2M100 has
+        # no final_logits_bias to shift.
+        direction = model.model.decoder.layer_norm.bias / model.model.decoder.layer_norm.bias.norm()
+        model.lm_head.weight[2] += eos_bias * direction
+        bias = getattr(model, "final_logits_bias", None)
+        if bias is not None:
+            bias.normal_(0, 0.5)
+    model.generation_config = transformers.GenerationConfig(
+        decoder_start_token_id=2, bos_token_id=0, eos_token_id=2, pad_token_id=1, max_length=200
+    )
+    model.save_pretrained(directory)
+    return directory

@@ -3,9 +3,11 @@ final norm and an embedding norm in encoder and decoder, learned positions count
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from enzh.export.families.base import Loader, numpy
+from enzh.export.families import multilingual
+from enzh.export.families.base import Loader, TokenizerFiles, numpy
 from enzh.export.graph import ModelArch, WeightStore
 
 
@@ -35,6 +37,15 @@ class MBartLoader(Loader):
             stack = getattr(model.model, side)
             self.norm(store, f"{side}.final_ln", stack.layer_norm)
             self.norm(store, f"{side}.embed_ln", stack.layernorm_embedding)
+
+    # The tokenizer says which of the family's tokenizers (NLLB's or M2M100's for the same model class).
+    tokenizers = ("mbart50",)
+
+    def check_files(self, local: Path) -> None:
+        multilingual.check_files(local, self.tokenizers)
+
+    def write_tokenizer(self, local: Path, out_dir: Path, model: Any, default_target: str | None) -> TokenizerFiles:
+        return multilingual.write_tokenizer(local, out_dir, model, default_target, self.tokenizers)
 
 
 __all__ = ["MBartLoader"]
