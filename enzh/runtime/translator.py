@@ -350,6 +350,12 @@ class Translator:
             fingerprint=hashlib.sha256(manifest.to_json().encode()).hexdigest(),
         )
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The model's target languages: its ``>>xx<<`` tokens (Marian) or every language code its tokenizer
+        defines (the multilingual families, which translate from and into each of them)."""
+        return self.info.targets
+
     def resolve_target(self, target: str | None) -> str | None:
         """The language token for ``target`` (see :meth:`MarianAdapter.resolve_target`)."""
         return self.adapter.resolve_target(target)

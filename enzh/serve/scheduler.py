@@ -27,8 +27,9 @@ from enzh.runtime.errors import EnzhError, require
 
 logger = logging.getLogger("enzh")
 
-# engine(sources, beam_size) -> one decoded string per source, in order.
-Engine = Callable[[list[list[int]], int | None], list[str]]
+# engine(sources, beam_size, target) -> one decoded string per source, in order (target: the resolved target
+# language, which the multilingual families force as the first token; the units of a batch share both).
+Engine = Callable[[list[list[int]], int | None, str | None], list[str]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +100,7 @@ class Job:
     sources: list[list[int]]
     beam_size: int | None
     future: asyncio.Future[list[str]]
+    target: str | None
     loop: asyncio.AbstractEventLoop
     enqueued_at: float
     results: list[str | None] = field(default_factory=list)
@@ -190,7 +192,7 @@ class Scheduler:
 
     # -- submission (event-loop side) ------------------------------------------------------------------
 
-    def submit(self, sources: Sequence[Sequence[int]], beam_size: int | None = None) -> Job:
+    def submit(self, sources: Sequence[Sequence[int]], beam_size: int | None = None, target: str | None = None) -> Job:
         """Queue one request's units; await ``job.future``. Call from the event loop thread.
 
         Raises QueueFull (admitting it would push the queue past ``max_queue_size`` units; a request
@@ -201,6 +203,7 @@ class Scheduler:
             sources=[list(s) for s in sources],
             beam_size=beam_size,
             future=loop.create_future(),
+            target=target,
             loop=loop,
             enqueued_at=time.monotonic(),
         )
@@ -287,7 +290,8 @@ class Scheduler:
                     return batch
 
     def _take(self) -> list[_Unit]:
-        """Pop the next batch (FIFO, one beam size, token budget, at least one unit). Caller holds the lock."""
+        """Pop the next batch (FIFO, one beam size and target, token budget, at least one unit). Caller holds the
+        lock."""
         opts = self.options
         first = self._queue[0]
         batch: list[_Unit] = []
@@ -298,6 +302,7 @@ class Scheduler:
             take = (
                 not full
                 and unit.job.beam_size == first.job.beam_size
+                and unit.job.target == first.job.target
                 and (opts.batching or unit.job is first.job)
                 and (not batch or tokens + len(unit.ids) <= opts.max_batch_tokens)
             )
@@ -350,7 +355,7 @@ class Scheduler:
                 job._resolve([r if r is not None else "" for r in job.results])
 
     def _engine_checked(self, sources: list[list[int]], first: _Unit) -> list[str]:
-        outputs = self.engine(sources, first.job.beam_size)
+        outputs = self.engine(sources, first.job.beam_size, first.job.target)
         if len(outputs) != len(sources):
             raise RuntimeError(f"engine returned {len(outputs)} results for {len(sources)} sources")
         return outputs

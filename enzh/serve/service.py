@@ -100,9 +100,9 @@ class Service:
             max_batch_tokens=self.options.max_batch_tokens,
         )
 
-    def _engine(self, sources: list[list[int]], beam_size: int | None) -> list[str]:
+    def _engine(self, sources: list[list[int]], beam_size: int | None, target: str | None = None) -> list[str]:
         translator = self.engine
-        hyps = translator.generate_ids(sources, beam_size=beam_size)
+        hyps = translator.generate_ids(sources, beam_size=beam_size, target=target)
         return translator.decode([h.token_ids for h in hyps])
 
     async def stop(self) -> None:
@@ -221,7 +221,7 @@ class Service:
             prepared = await asyncio.get_running_loop().run_in_executor(None, self.prepare, texts, token)
         else:
             prepared = self.prepare(texts, token)
-        job = self._submit(self.scheduler, prepared, beam_size)
+        job = self._submit(self.scheduler, prepared, beam_size, token)
         results = await self._results(self.scheduler, job, deadline, request)
         done = iter(results)
         outputs = [
@@ -236,9 +236,9 @@ class Service:
         }
         return outputs, prepared.sentences, timing
 
-    def _submit(self, scheduler: Scheduler, prepared: _Prepared, beam_size: int | None) -> Job:
+    def _submit(self, scheduler: Scheduler, prepared: _Prepared, beam_size: int | None, target: str | None) -> Job:
         try:
-            return scheduler.submit(prepared.sources, beam_size)
+            return scheduler.submit(prepared.sources, beam_size, target)
         except QueueFull as exc:
             self.metrics.rejections.labels(reason="queue_full").inc()
             raise ApiError(429, "queue_full", str(exc), {"Retry-After": str(exc.retry_after)}) from None

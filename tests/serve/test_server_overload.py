@@ -80,10 +80,10 @@ def test_engine_error_fails_only_its_request():
         real = scheduler.engine
         poison = fake.encode("Poison pill.", fake.resolve_target(None))[0]
 
-        def engine(sources, beam):
+        def engine(sources, beam, target=None):
             if poison in sources:
                 raise ValueError("boom")
-            return real(sources, beam)
+            return real(sources, beam, target)
 
         scheduler.engine = engine
         payloads = [{"text": "Poison pill.", "beam_size": 1}] + [{"text": s, "beam_size": 1} for s in SENTENCES]
@@ -101,7 +101,7 @@ class Fatal(BaseException):
 def test_dead_worker_flips_readiness():
     with in_process(ServeOptions(), FakeTranslator()) as client:
 
-        def engine(sources, beam):
+        def engine(sources, beam, target=None):
             raise Fatal()
 
         client.app.state.service.scheduler.engine = engine

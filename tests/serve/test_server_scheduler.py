@@ -23,7 +23,7 @@ class FakeEngine:
         self.fail_on: int | None = None
         self.fatal = False
 
-    def __call__(self, sources: list[list[int]], beam: int | None) -> list[str]:
+    def __call__(self, sources: list[list[int]], beam: int | None, target: str | None = None) -> list[str]:
         if self.gate is not None:
             self.gate.wait(10)
         if self.fatal:
@@ -266,3 +266,27 @@ def test_options_are_validated():
     for bad in ({"max_batch_tokens": 0}, {"max_queue_delay_ms": -1}, {"max_queue_size": 0}):
         with pytest.raises(OptionsError):  # a ValueError
             SchedulerOptions(**bad)
+
+
+def test_units_of_different_targets_never_share_a_batch():
+    """The multilingual families force the target-language code for a whole batch: requests for two targets are
+    batched apart (and each gets the engine call of its own target)."""
+    calls: list[tuple[int, str | None]] = []
+
+    def engine(sources, beam, target=None):
+        calls.append((len(sources), target))
+        time.sleep(0.01)
+        return [f"{target}:{'-'.join(map(str, s))}" for s in sources]
+
+    async def scenario() -> list[list[str]]:
+        scheduler = Scheduler(engine, SchedulerOptions(max_queue_delay_ms=50))
+        scheduler.start()
+        try:
+            jobs = [scheduler.submit([[i, 1]], 1, target) for i, target in enumerate(["zho_Hans", "eng_Latn"] * 3)]
+            return [await job.future for job in jobs]
+        finally:
+            scheduler.close(5)
+
+    results = run(scenario())
+    assert results == [[f"{t}:{i}-1"] for i, t in enumerate(["zho_Hans", "eng_Latn"] * 3)]
+    assert {target for _, target in calls} == {"zho_Hans", "eng_Latn"} and sum(n for n, _ in calls) == 6
