@@ -1,13 +1,14 @@
-"""enzh: HuggingFace Marian English->Chinese models on ONNX Runtime."""
+"""enzh: HuggingFace translation models for Chinese (English<->Chinese) on ONNX Runtime."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Translator", "__version__", "translate_document"]
+__all__ = ["Translator", "Translators", "__version__", "translate_document"]
 
 if TYPE_CHECKING:
+    from enzh.runtime.router import Translators
     from enzh.runtime.translator import Translator
 
 
@@ -17,6 +18,10 @@ def __getattr__(name: str) -> Any:
         from enzh.runtime.translator import Translator
 
         return Translator
+    if name == "Translators":
+        from enzh.runtime.router import Translators
+
+        return Translators
     if name == "translate_document":
         # By name, so that the layers contract does not read `enzh` (which export imports) as using documents.
         import importlib

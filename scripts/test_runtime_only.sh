@@ -28,7 +28,19 @@ if [ "$got" != "$expected" ]; then
     printf 'runtime-only install: enzh translate printed\n%s\nexpected\n%s\n' "$got" "$expected" >&2
     exit 1
 fi
-echo "runtime-only install: enzh translate printed the README's translations"
+# Chinese goes to the embedded zh->en model, English to the en->zh one, in one call.
+expected=$'The weather is nice today.\nI would like a cup of coffee.\n今天天气很好。'
+got="$(cd "$home" && HOME="$home" XDG_CACHE_HOME="$home/cache" "$venv/bin/enzh" translate \
+    "今天天气很好。" "我想要一杯咖啡。" "The weather is nice today.")"
+if [ "$got" != "$expected" ]; then
+    printf 'runtime-only install: enzh translate printed\n%s\nexpected\n%s\n' "$got" "$expected" >&2
+    exit 1
+fi
+wheel_dir="$(mktemp -d)"
+"$venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir "$wheel_dir" . >/dev/null
+echo "runtime-only install: wheel $(du -k "$wheel_dir"/*.whl | cut -f1) KiB"
+rm -rf "$wheel_dir"
+echo "runtime-only install: enzh translate printed the README's translations, both ways"
 "$venv/bin/python" -m pip install --quiet "pytest==9.2.0"
 # From a temporary directory, so the installed package (not the source tree) is what the tests import.
 cp -r tests "$home/tests"

@@ -10,17 +10,24 @@ from enzh.serve.options import ServeOptions
 from enzh.serve.run import serve
 
 # ServeOptions fields whose flag is not ``--field-name`` (tests/serve/test_server_cli.py keeps the two in sync).
-FLAGS = {"model_dir": "--model", "default_beam_size": "--beam-size", "batching": "--no-batching"}
+FLAGS = {"model_dirs": "--model", "default_beam_size": "--beam-size", "batching": "--no-batching"}
 # Flags that set no ServeOptions field: the Ray Serve deployment's (enzh.scale.options.ReplicaOptions).
 RAY_FLAGS = frozenset({"--ray", "--replicas", "--max-replicas"})
 # Fields set only by code that embeds the app (tests, benchmarks), never from the command line.
-NOT_FLAGS = frozenset({"warmup", "handle_sigterm", "files_dir"})  # files_dir: set by run.serve for workers
+# files_dir: set by run.serve for workers; model_dir: one model for code that embeds the app (--model gives model_dirs)
+NOT_FLAGS = frozenset({"warmup", "handle_sigterm", "files_dir", "model_dir"})
 
 
 def add_parser(sub: Any) -> None:
     defaults = ServeOptions()
     p = sub.add_parser("serve", help="run the HTTP translation service (needs the serve extra)")
-    p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="DIR",
+        help="exported model directory; repeat for several (each text goes to the model of its direction; "
+        "default: the embedded pair, en->zh and zh->en)",
+    )
     p.add_argument("--host", default=defaults.host, help=f"default {defaults.host}")
     p.add_argument("--port", type=int, default=defaults.port, help=f"default {defaults.port}")
     p.add_argument("--workers", type=int, default=defaults.workers, help="worker processes, each with its own model")
@@ -56,7 +63,7 @@ def add_parser(sub: Any) -> None:
 
 def options_from_args(args: argparse.Namespace) -> ServeOptions:
     return ServeOptions(
-        model_dir=args.model,
+        model_dirs=tuple(args.model or ()),
         host=args.host,
         port=args.port,
         workers=args.workers,

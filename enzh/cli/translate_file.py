@@ -7,7 +7,7 @@ from typing import Any
 
 from enzh.cli.common import positive_int
 from enzh.documents.formats import EXTENSIONS, FORMAT_NAMES
-from enzh.documents.options import CONVERSIONS, TARGETS
+from enzh.documents.options import CONVERSIONS, SOURCES, TARGETS
 from enzh.scale.options import corpus_options
 
 
@@ -32,7 +32,17 @@ def add_parser(sub: Any) -> None:
         help="jsonl: the field to translate; tsv: column name or 0-based index (default: text)",
     )
     p.add_argument("--beam-size", type=positive_int, help="beam width (default: the manifest's num_beams)")
-    p.add_argument("--target", choices=TARGETS, help="zh-Hans (default) or zh-Hant (the model's >>cmn_Hant<<)")
+    p.add_argument(
+        "--source",
+        choices=["auto", *SOURCES],
+        default="auto",
+        help="the document's language (default auto: told from its text); picks the model of that direction",
+    )
+    p.add_argument(
+        "--target",
+        choices=TARGETS,
+        help="zh-Hans (default for English documents) or zh-Hant (the model's >>cmn_Hant<<), en (for Chinese ones)",
+    )
     p.add_argument(
         "--convert",
         choices=["none", *CONVERSIONS],
@@ -40,7 +50,12 @@ def add_parser(sub: Any) -> None:
         help="convert the Simplified output with OpenCC: s2t, s2tw (Taiwan), s2twp (Taiwan, with phrases), "
         "s2hk (Hong Kong); needs the [documents] extra",
     )
-    p.add_argument("--model", help="exported model directory (default: the embedded demo model)")
+    p.add_argument(
+        "--model",
+        action="append",
+        help="exported model directory; repeat for several, the document's direction picks one (default: the "
+        "embedded en->zh and zh->en demo models)",
+    )
     p.add_argument(
         "--ray",
         metavar="local|auto|ADDRESS",
@@ -56,23 +71,44 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from enzh.documents.files import finish, prepare
-    from enzh.runtime.translator import Translator
+    from enzh.documents.files import Prepared, finish, prepare
+    from enzh.runtime.default_model import DEMO_DIR
+    from enzh.runtime.router import Translators
 
     scale = corpus_options(args.ray, args.workers, args.threads_per_worker, args.shard_size)
-    prepared = prepare(
-        args.input,
-        args.output,
-        format=args.format,
-        field=args.field,
-        beam_size=args.beam_size,
-        target=args.target,
-        convert=args.convert,
-    )
+
+    def prepared_as(source: str) -> Prepared:
+        return prepare(
+            args.input,
+            args.output,
+            format=args.format,
+            field=args.field,
+            beam_size=args.beam_size,
+            target=args.target,
+            convert=args.convert,
+            source=source,
+        )
+
+    prepared = prepared_as(args.source)  # bad paths and options fail before any model is loaded
+    translators = Translators.load(args.model)
+    if args.source == "auto" and not _offered(translators, prepared.options.source, args.target):
+        # Already in the target language, or in one no model reads: only its English pieces are translated.
+        prepared = prepared_as("en")
+    engine = translators.route(prepared.options.source, args.target).engine
     if scale is not None:
         from enzh.scale.corpus import translate_on_ray
 
-        translate_on_ray(prepared, scale, model_dir=args.model)
+        # Workers load the model themselves: None names the embedded default, any other by its directory.
+        directory = engine.info.directory
+        translate_on_ray(prepared, scale, model_dir=None if directory == DEMO_DIR else str(directory))
         return 0
-    finish(prepared, Translator.load(args.model))
+    finish(prepared, engine)
     return 0
+
+
+def _offered(translators: Any, source: str, target: str | None) -> bool:
+    try:
+        translators.route(source, target)
+    except ValueError:
+        return False
+    return True

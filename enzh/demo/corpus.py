@@ -1628,7 +1628,7 @@ def generate_pairs(
 
 
 def write_tsv(path: str | Path, pairs: Iterable[tuple[str, str]]) -> Path:
-    """One "English<TAB>Chinese" line per pair, UTF-8, no header."""
+    """One "source<TAB>target" line per pair (English<TAB>Chinese unless reversed), UTF-8, no header."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="\n") as f:
@@ -1648,6 +1648,8 @@ def read_tsv(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def write_test_set(path: str | Path, n: int = 1000, seed: int = DEFAULT_TEST_SEED) -> Path:
-    """The held-out test set: n distinct test-split pairs (sources never seen in training)."""
-    return write_tsv(path, generate_pairs(n, seed, "test", unique=True))
+def write_test_set(path: str | Path, n: int = 1000, seed: int = DEFAULT_TEST_SEED, *, reverse: bool = False) -> Path:
+    """The held-out test set: n distinct test-split pairs (sources never seen in training); ``reverse``: Chinese
+    first, the test set of the Chinese->English demo model."""
+    pairs = generate_pairs(n, seed, "test", unique=True)
+    return write_tsv(path, [(zh, en) for en, zh in pairs] if reverse else pairs)

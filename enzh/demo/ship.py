@@ -1,9 +1,10 @@
-"""Write the embedded default: export the trained demo model (``assets/demo-hf``) into the package.
+"""Write the embedded defaults: export the trained demo models (``assets/demo-hf``, ``assets/demo-zh-en-hf``) into
+the package.
 
-``python -m enzh.demo.ship`` rewrites ``enzh/runtime/assets/demo`` (an fp32 enzh model directory plus the
-model card and the held-out test set), so a runtime-only install translates with no export step and no torch.
-Run it after retraining (``enzh train-demo``); a test checks that the shipped directory translates the test set
-exactly as a fresh export of the HF weights does.
+``python -m enzh.demo.ship [--direction zh-en]`` rewrites ``enzh/runtime/assets/demo`` (``.../demo-zh-en``): an
+fp32 enzh model directory plus the model card and the held-out test set, so a runtime-only install translates with
+no export step and no torch. Run it after retraining (``enzh train-demo``); a test checks that each shipped
+directory translates its test set exactly as a fresh export of the HF weights does.
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from enzh.demo import HF_MODEL_DIR
+from enzh.demo import DIRECTIONS, direction
 from enzh.export.pipeline import ExportOptions, export
-from enzh.runtime.default_model import DEMO_DIR, DEMO_NAME
+from enzh.runtime.default_model import DEMO_DIR, DEMO_NAMES, DEMO_ZH_EN_DIR
 
 EXTRA_FILES = ("README.md", "test.tsv")  # the model card and the held-out pairs `enzh eval` uses by default
+SHIPPED = {"en-zh": DEMO_DIR, "zh-en": DEMO_ZH_EN_DIR}  # where each direction's export goes in the package
 
 
-def ship(source: Path = HF_MODEL_DIR, target: Path = DEMO_DIR) -> Path:
+def ship(source: Path, target: Path) -> Path:
     """Export ``source`` into ``target`` (replaced as a whole only once the export has validated)."""
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        staged = Path(tmp) / "demo"
-        export(str(source), staged, ExportOptions(force=True, source_id=DEMO_NAME))
+        staged = Path(tmp) / target.name
+        export(str(source), staged, ExportOptions(force=True, source_id=DEMO_NAMES[target]))
         for name in EXTRA_FILES:
             shutil.copyfile(source / name, staged / name)
         if target.exists():
@@ -36,10 +38,11 @@ def ship(source: Path = HF_MODEL_DIR, target: Path = DEMO_DIR) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m enzh.demo.ship", description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=HF_MODEL_DIR, help=f"HF demo model (default {HF_MODEL_DIR})")
-    parser.add_argument("--target", type=Path, default=DEMO_DIR, help=f"directory to write (default {DEMO_DIR})")
+    parser.add_argument("--direction", choices=tuple(DIRECTIONS), default="en-zh", help="the demo model to ship")
+    parser.add_argument("--source", type=Path, help="HF demo model (default: the direction's, in assets/)")
     args = parser.parse_args(argv)
-    print(f"wrote {ship(args.source, args.target)}")
+    way = direction(args.direction)
+    print(f"wrote {ship(args.source or way.hf_dir, SHIPPED[way.name])}")
     return 0
 
 

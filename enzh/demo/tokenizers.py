@@ -1,13 +1,14 @@
-"""Opus-mt style tokenizer files for the demo model, trained on the generated corpus.
+"""Opus-mt style tokenizer files for a demo model, trained on the generated corpus.
 
-Writes into a model directory:
+Writes into a model directory (English->Chinese; the Chinese->English model has the sides swapped):
 
 * ``source.spm``: English SentencePiece unigram model (nmt_nfkc normalisation, digits split);
 * ``target.spm``: Chinese SentencePiece unigram model (identity normalisation so the full-width
-  punctuation ``，？。`` survives, every character of the corpus covered, digits split);
+  punctuation ``，？。`` survives, every character of the corpus covered, digits split); Chinese as the
+  *source* is nmt_nfkc-normalised like English (full-width letters and digits read as their ASCII forms);
 * ``vocab.json``: one shared vocabulary, as in Helsinki-NLP/opus-mt-en-zh: ``</s>`` = 0, ``<unk>`` = 1,
-  ``>>cmn_Hans<<`` = 2, ``>>cmn_Hant<<`` = 3, then the source pieces, then the target pieces not already
-  there, and ``<pad>`` as the last id (the decoder start token);
+  ``>>cmn_Hans<<`` = 2, ``>>cmn_Hant<<`` = 3 (en->zh only: opus-mt-zh-en has no language tokens), then the
+  source pieces, then the target pieces not already there, and ``<pad>`` as the last id (the decoder start);
 * ``tokenizer_config.json`` and ``special_tokens_map.json`` so ``transformers.MarianTokenizer`` /
   ``AutoTokenizer`` load the directory.
 """
@@ -19,6 +20,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from enzh.demo import DEFAULT_DIRECTION, Direction
 from enzh.demo.corpus import generate_pairs
 
 __all__ = [
@@ -41,9 +43,11 @@ TOKENIZER_SAMPLES = 60_000
 TOKENIZER_SEED = 7
 
 
-def with_lang_token(sentence: str) -> str:
-    """The source sentence as the model expects it: ``>>cmn_Hans<< sentence`` (unchanged if it has a code)."""
-    return sentence if sentence.startswith(">>") else f"{LANG_TOKEN} {sentence}"
+def with_lang_token(sentence: str, direction: Direction = DEFAULT_DIRECTION) -> str:
+    """The source sentence as the model expects it: ``>>cmn_Hans<< sentence`` (unchanged if it has a code, or
+    for a direction without language tokens)."""
+    token = direction.language_token
+    return sentence if token is None or sentence.startswith(">>") else f"{token} {sentence}"
 
 
 def _train_spm(sentences: Iterable[str], vocab_size: int, *, normalization: str) -> bytes:
@@ -84,20 +88,22 @@ def _pieces(model: bytes) -> list[str]:
     ]
 
 
-def build_vocab(source_pieces: Sequence[str], target_pieces: Sequence[str]) -> dict[str, int]:
+def build_vocab(
+    source_pieces: Sequence[str], target_pieces: Sequence[str], direction: Direction = DEFAULT_DIRECTION
+) -> dict[str, int]:
     vocab: dict[str, int] = {}
-    for piece in [*SPECIAL_TOKENS, *source_pieces, *target_pieces]:
+    for piece in [EOS, UNK, *direction.language_tokens, *source_pieces, *target_pieces]:
         if piece not in vocab and piece != PAD:
             vocab[piece] = len(vocab)
     vocab[PAD] = len(vocab)
     return vocab
 
 
-def tokenizer_config() -> dict[str, object]:
+def tokenizer_config(direction: Direction = DEFAULT_DIRECTION) -> dict[str, object]:
     return {
         "tokenizer_class": "MarianTokenizer",
-        "source_lang": "en",
-        "target_lang": "zh",
+        "source_lang": direction.source,
+        "target_lang": direction.target,
         "separate_vocabs": False,
         "model_max_length": 512,
         "eos_token": EOS,
@@ -114,9 +120,10 @@ def build_tokenizers(
     target_vocab: int = TARGET_VOCAB,
     samples: int = TOKENIZER_SAMPLES,
     seed: int = TOKENIZER_SEED,
+    direction: Direction = DEFAULT_DIRECTION,
 ) -> dict[str, int]:
-    """Train both SentencePiece models on ``pairs`` (default: ``samples`` training pairs generated with
-    ``seed``), write the tokenizer files into ``out_dir`` and return the vocabulary."""
+    """Train both SentencePiece models on the (English, Chinese) ``pairs`` (default: ``samples`` training pairs
+    generated with ``seed``), write the tokenizer files of ``direction`` into ``out_dir``, return the vocabulary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if pairs is None:
@@ -127,13 +134,17 @@ def build_tokenizers(
     entries = [e for group in lexicon.lexicon().values() for e in group]
     extra_zh = sorted({str(getattr(e, "zh", "")) for e in entries} - {""})
     extra_zh = [z for z in extra_zh if "{" not in z]
-    source = _train_spm((en for en, _ in pairs), source_vocab, normalization="nmt_nfkc")
-    target = _train_spm([zh for _, zh in pairs] + extra_zh, target_vocab, normalization="identity")
+    english = _train_spm((en for en, _ in pairs), source_vocab, normalization="nmt_nfkc")
+    # Chinese output keeps its full-width punctuation (identity); Chinese input reads full-width forms as ASCII.
+    chinese_rule = "identity" if direction.target == "zh" else "nmt_nfkc"
+    chinese = _train_spm([zh for _, zh in pairs] + extra_zh, target_vocab, normalization=chinese_rule)
+    source, target = (english, chinese) if direction.source == "en" else (chinese, english)
     (out / "source.spm").write_bytes(source)
     (out / "target.spm").write_bytes(target)
-    vocab = build_vocab(_pieces(source), _pieces(target))
+    vocab = build_vocab(_pieces(source), _pieces(target), direction)
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(), indent=2) + "\n", encoding="utf-8")
+    config = tokenizer_config(direction)
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     special = {"eos_token": EOS, "unk_token": UNK, "pad_token": PAD}
     (out / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n", encoding="utf-8")
     return vocab

@@ -1,6 +1,7 @@
-"""Train the demo English->Chinese MarianMTModel on the generated corpus, on CPU, reproducibly.
+"""Train a demo MarianMTModel (English->Chinese, or Chinese->English) on the generated corpus, on CPU, reproducibly.
 
-``enzh train-demo OUT_DIR`` (or ``python -m enzh.demo.train OUT_DIR``) writes a complete HF model directory:
+``enzh train-demo OUT_DIR [--direction zh-en]`` (or ``python -m enzh.demo.train OUT_DIR``) writes a complete HF
+model directory:
 ``model.safetensors``, ``config.json``, ``generation_config.json``, ``source.spm``, ``target.spm``,
 ``vocab.json``, ``tokenizer_config.json``, ``special_tokens_map.json``. The shape follows opus-mt-en-zh
 (swish, static sinusoidal positions, scale_embedding, embeddings shared by encoder, decoder and output,
@@ -20,12 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from enzh.demo import DEFAULT_DIRECTION, Direction, direction
 from enzh.demo.corpus import DEFAULT_TRAIN_SEED, generate_pairs
-from enzh.demo.tokenizers import EOS, LANG_TOKEN, PAD, UNK, build_tokenizers
+from enzh.demo.tokenizers import EOS, PAD, UNK, build_tokenizers
 
 __all__ = ["MODEL_SHAPE", "encode_pairs", "main", "train_demo"]
 
-# The recipe of the shipped model (see assets/demo-hf/README.md).
+# The recipe of the shipped models (see assets/demo-hf/README.md and assets/demo-zh-en-hf/README.md).
 DEFAULT_SEED = 0
 DEFAULT_STEPS = 2400
 BATCH_SIZE = 96
@@ -58,31 +60,35 @@ def _seed_everything(seed: int) -> None:
 class _Encoder:
     """Fast batch encoding that gives the same ids as transformers.MarianTokenizer for this vocab layout."""
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, direction: Direction = DEFAULT_DIRECTION) -> None:
         import sentencepiece as spm
 
         self.vocab: dict[str, int] = json.loads((model_dir / "vocab.json").read_text(encoding="utf-8"))
         self.src = spm.SentencePieceProcessor(model_file=str(model_dir / "source.spm"))
         self.tgt = spm.SentencePieceProcessor(model_file=str(model_dir / "target.spm"))
         self.eos, self.unk, self.pad = self.vocab[EOS], self.vocab[UNK], self.vocab[PAD]
-        self.lang = self.vocab[LANG_TOKEN]
+        token = direction.language_token
+        self.prefix = [] if token is None else [self.vocab[token]]
 
     def _ids(self, sp: Any, texts: Sequence[str]) -> list[list[int]]:
         get, unk = self.vocab.get, self.unk
         return [[get(p, unk) for p in pieces] + [self.eos] for pieces in sp.encode(list(texts), out_type=str)]
 
     def source(self, texts: Sequence[str]) -> list[list[int]]:
-        """``>>cmn_Hans<< text`` ids, as MarianTokenizer gives them (the language code is its own token)."""
-        return [[self.lang, *ids] for ids in self._ids(self.src, texts)]
+        """``>>cmn_Hans<< text`` ids, as MarianTokenizer gives them (the language code is its own token; none for a
+        direction without language tokens)."""
+        return [[*self.prefix, *ids] for ids in self._ids(self.src, texts)]
 
     def target(self, texts: Sequence[str]) -> list[list[int]]:
         return self._ids(self.tgt, texts)
 
 
-def encode_pairs(model_dir: str | Path, pairs: Sequence[tuple[str, str]]) -> tuple[list[list[int]], list[list[int]]]:
-    """(source ids, target ids) of pairs with the tokenizer files in ``model_dir``."""
-    enc = _Encoder(Path(model_dir))
-    return enc.source([en for en, _ in pairs]), enc.target([zh for _, zh in pairs])
+def encode_pairs(
+    model_dir: str | Path, pairs: Sequence[tuple[str, str]], direction: Direction = DEFAULT_DIRECTION
+) -> tuple[list[list[int]], list[list[int]]]:
+    """(source ids, target ids) of (source, target) pairs with the tokenizer files in ``model_dir``."""
+    enc = _Encoder(Path(model_dir), direction)
+    return enc.source([source for source, _ in pairs]), enc.target([target for _, target in pairs])
 
 
 def _batches(src: list[list[int]], tgt: list[list[int]], batch_size: int, rng: random.Random) -> list[list[int]]:
@@ -191,8 +197,9 @@ def default_threads() -> int:
 def training_pairs(
     *, seed: int = DEFAULT_SEED, steps: int = DEFAULT_STEPS, batch_size: int = BATCH_SIZE
 ) -> list[tuple[str, str]]:
-    """The (English, Chinese) pairs :func:`train_demo` trains on with these settings (the shipped demo model's
-    with the defaults): ``steps x batch_size`` pairs of corpus seed ``DEFAULT_TRAIN_SEED + seed``."""
+    """The (English, Chinese) pairs :func:`train_demo` trains on with these settings (the shipped demo models'
+    with the defaults, in either direction): ``steps x batch_size`` pairs of corpus seed
+    ``DEFAULT_TRAIN_SEED + seed``."""
     return generate_pairs(steps * batch_size, DEFAULT_TRAIN_SEED + seed, "train")
 
 
@@ -204,8 +211,10 @@ def train_demo(
     batch_size: int = BATCH_SIZE,
     progress: bool = True,
     threads: int | None = None,
+    direction: Direction = DEFAULT_DIRECTION,
 ) -> Path:
-    """Build the tokenizers, train the model for ``steps`` batches and save everything into ``out_dir``."""
+    """Build the tokenizers, train the model of ``direction`` for ``steps`` batches and save everything into
+    ``out_dir``."""
     import torch
     import torch.nn.functional as F
     from tqdm import tqdm
@@ -223,14 +232,14 @@ def train_demo(
             print(f"[{time.time() - t0:6.0f}s] {msg}", file=sys.stderr, flush=True)
 
     say(f"tokenizers -> {out}")
-    vocab = build_tokenizers(out)
+    vocab = build_tokenizers(out, direction=direction)
     pad = vocab[PAD]
     assert pad == len(vocab) - 1 and vocab[EOS] == 0
 
     n_pairs = steps * batch_size
-    say(f"generating {n_pairs:,} training pairs (corpus seed {DEFAULT_TRAIN_SEED + seed})")
-    pairs = training_pairs(seed=seed, steps=steps, batch_size=batch_size)
-    src, tgt = encode_pairs(out, pairs)
+    say(f"generating {n_pairs:,} training pairs (corpus seed {DEFAULT_TRAIN_SEED + seed}), {direction.name}")
+    pairs = direction.orient(training_pairs(seed=seed, steps=steps, batch_size=batch_size))
+    src, tgt = encode_pairs(out, pairs, direction)
     del pairs
     batches = _batches(src, tgt, batch_size, random.Random(seed))
     while len(batches) < steps:  # a few partial buckets were dropped: reuse from the start
@@ -291,6 +300,7 @@ def train_demo(
         "parameters": n_params,
         "vocab_size": vocab_size,
         "torch_threads": threads,
+        "direction": direction.name,
     }
     say(json.dumps(info))
     return out
@@ -299,7 +309,7 @@ def train_demo(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="enzh train-demo",
-        description="Train the small demo EN->ZH Marian model on the generated corpus (2-core CPU: ~25 minutes).",
+        description="Train a small demo Marian model on the generated corpus (2-core CPU: ~25 minutes).",
     )
     parser.add_argument("out_dir", metavar="OUT_DIR", help="directory to write the HF model into")
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
@@ -307,10 +317,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch CPU threads (default: 2, or 1 when the CPU is busy)"
     )
+    parser.add_argument(
+        "--direction", choices=("en-zh", "zh-en"), default="en-zh", help="the demo model to train (default en-zh)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    train_demo(args.out_dir, seed=args.seed, steps=args.steps, progress=not args.quiet, threads=args.threads)
+    train_demo(
+        args.out_dir,
+        seed=args.seed,
+        steps=args.steps,
+        progress=not args.quiet,
+        threads=args.threads,
+        direction=direction(args.direction),
+    )
     return 0
 
 

@@ -14,6 +14,8 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Format, Units, get_format, resolve_format
 from enzh.documents.inline import SentenceTranslator, translate_blocks
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.router import detect_script
+from enzh.runtime.segment import reading
 
 if TYPE_CHECKING:
     from enzh.runtime.engine import Engine
@@ -29,7 +31,13 @@ class Parsed:
 
 
 def parse(data: str | bytes, options: DocumentOptions, name: str = "the input") -> Parsed:
-    """Read ``data`` with the format of ``options`` (bytes are decoded as UTF-8 for text formats)."""
+    """Read ``data`` with the format of ``options`` (bytes are decoded as UTF-8 for text formats); the pieces to
+    translate are those in ``options.source``'s script."""
+    with reading(options.script):
+        return _parse(data, options, name)
+
+
+def _parse(data: str | bytes, options: DocumentOptions, name: str) -> Parsed:
     implementation = get_format(options.format)
     decoded = None
     source: Any = data
@@ -44,10 +52,21 @@ def parse(data: str | bytes, options: DocumentOptions, name: str = "the input") 
     return Parsed(implementation, implementation.read(source, options.field), decoded)
 
 
-def render(parsed: Parsed, translate: SentenceTranslator) -> str | bytes:
-    """The translated document, as ``str`` or ``bytes`` like the input (binary formats: bytes)."""
+def detect_language(data: str | bytes, options: DocumentOptions, name: str = "the input") -> str | None:
+    """The language of a document's text (en or zh; None: no letters), told from the text its format reads (not
+    its markup) by :func:`enzh.runtime.router.detect_script` over the first 20,000 characters."""
+    with reading("any"):
+        blocks = _parse(data, options, name).units.blocks
+    sample = "\n".join(block.text for block in blocks)[:20_000]
+    return detect_script(sample)
+
+
+def render(parsed: Parsed, translate: SentenceTranslator, options: DocumentOptions | None = None) -> str | bytes:
+    """The translated document, as ``str`` or ``bytes`` like the input (binary formats: bytes); ``options``: those
+    it was parsed with (its source language's script picks the pieces to translate; None: English)."""
     blocks = parsed.units.blocks
-    translated = translate_blocks(blocks, translate) if blocks else []
+    with reading(options.script if options is not None else "latin"):
+        translated = translate_blocks(blocks, translate) if blocks else []
     output = parsed.format.write(parsed.units, translated)
     if parsed.decoded is not None:
         return parsed.decoded.encode(output)
@@ -63,6 +82,7 @@ def translate_document(
     beam_size: int | None = None,
     target: str | None = None,
     convert: str | None = None,
+    source: str = "en",
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
@@ -70,12 +90,13 @@ def translate_document(
     or UTF-8 ``bytes`` for the text formats (the result has the same type; a BOM is kept), ``bytes`` for docx.
     ``field``: the jsonl field or tsv column (default ``text``); ``beam_size``, ``target``: as
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
-    Traditional characters with OpenCC.
+    Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
+    must be a model from it).
     """
     from enzh.documents.sentences import SentenceEngine
 
     options = DocumentOptions(
-        format=resolve_format(format), field=field, beam_size=beam_size, target=target, convert=convert
+        format=resolve_format(format), field=field, beam_size=beam_size, target=target, convert=convert, source=source
     )
     parsed = parse(data, options)
-    return render(parsed, SentenceEngine(translator, options))
+    return render(parsed, SentenceEngine(translator, options), options)

@@ -9,6 +9,7 @@ them and writes exactly the bytes of an uninterrupted run; the journal is remove
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from enzh.documents.api import Parsed, parse, render
+from enzh.documents.api import Parsed, detect_language, parse, render
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import resolve_format
 from enzh.documents.journal import Journal
@@ -59,27 +60,39 @@ def prepare(
     beam_size: int | None = None,
     target: str | None = None,
     convert: str | None = None,
+    source: str = "en",
 ) -> Prepared:
-    """Check the paths and options and parse the input; every problem is one :class:`DocumentError`."""
-    source, destination = Path(input), Path(output)
-    if not source.exists():
-        raise DocumentError(f"input file {str(source)!r} does not exist")
-    if not source.is_file():
-        raise DocumentError(f"input {str(source)!r} is not a file")
+    """Check the paths and options and parse the input; every problem is one :class:`DocumentError`.
+
+    ``source``: the document's language, ``en`` or ``zh``, or ``auto``: told from its text (:func:`detect_language`;
+    a document without letters is taken as English, which keeps it as it is)."""
+    path, destination, language = Path(input), Path(output), source
+    if not path.exists():
+        raise DocumentError(f"input file {str(path)!r} does not exist")
+    if not path.is_file():
+        raise DocumentError(f"input {str(path)!r} is not a file")
     if destination.exists() and destination.is_dir():
         raise DocumentError(f"output {str(destination)!r} is a directory; name the file to write")
     if not destination.parent.is_dir():
         raise DocumentError(f"the directory of output {str(destination)!r} does not exist")
-    if source.resolve() == destination.resolve() or (destination.exists() and destination.samefile(source)):
+    if path.resolve() == destination.resolve() or (destination.exists() and destination.samefile(path)):
         raise DocumentError("OUTPUT is INPUT; write the translation to another file")
     options = DocumentOptions(
-        format=resolve_format(format, source), field=field, beam_size=beam_size, target=target, convert=convert
+        format=resolve_format(format, path),
+        field=field,
+        beam_size=beam_size,
+        target=target,
+        convert=convert,
+        source="en" if language == "auto" else language,
     )
     try:
-        data = source.read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
-        raise DocumentError(f"cannot read {str(source)!r}: {exc.strerror}") from None
-    return Prepared(source, destination, options, data, parse(data, options, name=str(source)))
+        raise DocumentError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+    if language == "auto":
+        found = detect_language(data, options, name=str(path))
+        options = dataclasses.replace(options, source=found or "en")
+    return Prepared(path, destination, options, data, parse(data, options, name=str(path)))
 
 
 def finish(prepared: Prepared, translator: Engine, *, progress: bool = True, resume: bool = True) -> int:
@@ -88,7 +101,7 @@ def finish(prepared: Prepared, translator: Engine, *, progress: bool = True, res
     journal = Journal.open(prepared.journal_path, journal_key(prepared, translator)) if resume else None
     try:
         engine = SentenceEngine(translator, prepared.options, journal=journal, progress=progress, chunk=CHUNK)
-        result = render(prepared.parsed, engine)
+        result = render(prepared.parsed, engine, prepared.options)
         write_atomic(prepared.output, result if isinstance(result, bytes) else result.encode("utf-8"))
     finally:
         if journal is not None:

@@ -8,7 +8,8 @@ from enzh.documents.formats import FORMAT_NAMES
 from enzh.runtime.errors import require
 
 CONVERSIONS = ("s2t", "s2tw", "s2twp", "s2hk")  # OpenCC configurations (docs/documents.md)
-TARGETS = ("zh-Hans", "zh-Hant")
+TARGETS = ("zh-Hans", "zh-Hant", "en")
+SOURCES = ("en", "zh")  # the language a document is in: which of its pieces are translated
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,13 +17,15 @@ class DocumentOptions:
     """``format``: a name of :data:`enzh.documents.formats.FORMAT_NAMES` (already resolved, never ``auto``);
     ``field``: the jsonl field / tsv column (None: ``text``); ``beam_size``/``target``: as
     :meth:`Translator.translate`; ``convert``: an OpenCC conversion of the Simplified output (None or ``none``:
-    no conversion)."""
+    no conversion); ``source``: the document's language (en: pieces with Latin letters are translated, the rest
+    kept; zh: pieces with Han characters)."""
 
     format: str
     field: str | None = None
     beam_size: int | None = None
     target: str | None = None
     convert: str | None = None
+    source: str = "en"
 
     def __post_init__(self) -> None:
         require(self.format in FORMAT_NAMES, f"unknown format {self.format!r}; accepted: {', '.join(FORMAT_NAMES)}")
@@ -41,6 +44,16 @@ class DocumentOptions:
             self.field is None or self.format in ("jsonl", "tsv"),
             f"field applies to the jsonl and tsv formats only, not {self.format}",
         )
+        require(self.source in SOURCES, f"unknown source {self.source!r}; accepted: {', '.join(SOURCES)}")
+        require(
+            self.convert is None or self.source == "en",
+            "convert turns Chinese output into Traditional characters; a document translated from Chinese has none",
+        )
+
+    @property
+    def script(self) -> str:
+        """The letters that mark a piece of this document as one to translate (enzh.runtime.segment.SCRIPTS)."""
+        return "han" if self.source == "zh" else "latin"
 
     def key(self) -> dict[str, object]:
         """Everything that changes the output (the journal's key)."""
@@ -50,4 +63,5 @@ class DocumentOptions:
             "beam_size": self.beam_size,
             "target": self.target,
             "convert": self.convert,
+            "source": self.source,
         }

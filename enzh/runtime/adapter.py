@@ -55,38 +55,51 @@ class MarianAdapter:
     default_language: str | None
     max_positions: int
     generation: dict[str, Any]
+    source_code: str | None = None  # the languages the manifest names (tokenizer_config's source_lang/target_lang)
+    target_code: str | None = None
 
     @classmethod
     def from_manifest(cls, manifest: Any) -> MarianAdapter:
-        ids = manifest.special_ids
+        ids, languages = manifest.special_ids, manifest.languages
         return cls(
             decoder_start_token_id=ids["decoder_start"],
             eos_token_id=ids["eos"],
             pad_token_id=ids["pad"],
             unk_token_id=ids["unk"],
-            language_tokens=tuple(manifest.languages.get("tokens", ())),
-            default_language=manifest.languages.get("default"),
+            language_tokens=tuple(languages.get("tokens", ())),
+            default_language=languages.get("default"),
             max_positions=manifest.max_positions,
             generation=dict(manifest.generation),
+            source_code=languages.get("source"),
+            target_code=languages.get("target"),
         )
 
     @functools.cached_property  # asked once per translated text; the tokens never change
     def into_chinese(self) -> bool:
-        """Whether the model translates into Chinese (its target tokens are Chinese ones, like opus-mt-en-zh's):
-        then text without Latin letters is already Chinese and is returned unchanged, not translated."""
+        """Whether the model translates into Chinese (the manifest says so, or its target tokens are Chinese ones,
+        like opus-mt-en-zh's): then text without Latin letters is already Chinese and is returned unchanged."""
+        if self.target_code is not None:
+            return self.target_code == "zh"
         # Chinese ISO 639-3 codes of the Tatoeba eng-zho target side (cmn, yue, wuu, ...) and zho/zh itself.
         return any(re.match(r">>(cmn|yue|wuu|gan|hak|nan|lzh|zho|zh)(_|<<)", t) for t in self.language_tokens)
+
+    @property
+    def target_language(self) -> str | None:
+        """The language the model translates into (ISO 639-1), when the manifest or its tokens tell."""
+        return self.target_code or ("zh" if self.into_chinese else None)
 
     def resolve_target(self, target: str | None) -> str | None:
         """Map a user's target ('zh-Hant', 'cmn_Hant', '>>cmn_Hant<<' or None) to a language token.
 
         A model whose vocabulary has no ``>>xx<<`` tokens translates into its one target language: it accepts
-        only ``target=None`` (any other value raises, rather than being silently ignored)."""
+        ``target=None`` or that language (any other value raises, rather than being silently ignored)."""
         if not self.language_tokens:
-            if target is not None:
+            known = self.target_code
+            if target is not None and not (known and target.split("-")[0].lower() == known):
                 raise ValueError(
-                    f"this model has no target-language tokens (it translates into a single language), so "
-                    f"target={target!r} cannot be honoured; accepted: None (leave target unset)"
+                    f"this model has no target-language tokens (it translates into a single language"
+                    f"{', ' + known if known else ''}), so target={target!r} cannot be honoured; accepted: None "
+                    f"(leave target unset){', ' + repr(known) if known else ''}"
                 )
             return None
         if target is None:
@@ -113,13 +126,21 @@ class MarianAdapter:
 
     @property
     def source_language(self) -> str | None:
-        # The OPUS-MT en->zh models translate from English (their target tokens say Chinese, nothing says the source).
+        if self.source_code is not None:
+            return self.source_code
+        # Older OPUS-MT en->zh exports name no source: their target tokens say Chinese, and they read English.
         return "en" if self.into_chinese else None
 
-    def keep_untranslated(self, target: str | None) -> bool:
-        """Whether text without a Latin letter passes through untranslated (it is already in the target
-        language): for a model into Chinese."""
-        return self.into_chinese
+    @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """The one (source, target) pair of the model, when both are known."""
+        source, target = self.source_language, self.target_language
+        return ((source, target),) if source and target else ()
+
+    def source_script(self, source: str | None, target: str | None) -> str:
+        """The script whose letters mark text to translate (:data:`enzh.runtime.segment.SCRIPTS`; text without
+        one is already in the target language and passes through; "any": every text is translated)."""
+        return script_between(self.source_language, self.target_language)
 
     def with_language_token(self, text: str, token: str | None) -> str:
         # opus-mt-en-zh needs a target-language token first, or it mixes scripts; never add a second one.
@@ -181,6 +202,17 @@ CODE_ALIASES: dict[str, dict[str, str]] = {
     "mbart50": {"en": "en_XX", "zh": "zh_CN", "zh-Hans": "zh_CN", "zh-CN": "zh_CN"},
 }
 CHINESE_CODES = ("zho_Hans", "zho_Hant", "__zh__", "zh_CN", "yue_Hant")
+ENGLISH_CODES = ("eng_Latn", "__en__", "en_XX")
+
+
+def script_between(source: str | None, target: str | None) -> str:
+    """English into Chinese: text without a Latin letter is Chinese already (kept). Chinese into anything: text
+    without a Han character is not Chinese (kept). Any other pair translates every text ("any")."""
+    if source == "zh" and target != "zh":
+        return "han"
+    if source == "en" and target == "zh":
+        return "latin"
+    return "any"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,11 +280,23 @@ class MultilingualAdapter:
     def into_chinese(self) -> bool:
         return self.default_target in CHINESE_CODES
 
-    def keep_untranslated(self, target: str | None) -> bool:
-        """Text without a Latin letter passes through untranslated when the translation is from a Latin-script
-        language into Chinese (the rule Marian's en->zh models follow; other directions translate everything)."""
-        latin_source = self.default_source in ("eng_Latn", "__en__", "en_XX")
-        return latin_source and (target or self.default_target) in CHINESE_CODES
+    @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """Every pair between English and Chinese the tokenizer has codes for (en->zh first)."""
+        known = {self.language_of(code) for code in self.codes} - {None}
+        return tuple((a, b) for a, b in (("en", "zh"), ("zh", "en")) if a in known and b in known)
+
+    def language_of(self, code: str) -> str | None:
+        """``en`` or ``zh`` for the family's English and Chinese codes, None for the others."""
+        if code in CHINESE_CODES:
+            return "zh"
+        return "en" if code in ENGLISH_CODES else None
+
+    def source_script(self, source: str | None, target: str | None) -> str:
+        """As :meth:`MarianAdapter.source_script`, for the resolved source and target codes."""
+        return script_between(
+            self.language_of(source or self.default_source), self.language_of(target or self.default_target)
+        )
 
     def with_language_token(self, text: str, token: str | None) -> str:
         # The source-language code is the tokenizer's to add; the target's is forced at decoding.

@@ -38,6 +38,9 @@ class ModelInfo:
     default_target: str | None  # the token used when none is asked for
     has_aligner: bool  # whether align() and align_texts() work
     fingerprint: str  # changes whenever the model's files or settings do (what cached translations are valid for)
+    # The (source, target) language pairs it translates, as ISO 639-1 codes among en and zh (("en", "zh"),);
+    # empty when nothing in the model says which languages it reads and writes.
+    directions: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -92,8 +95,9 @@ class Engine(Protocol):
         default); ``ValueError`` naming the accepted values for one the model does not have."""
         ...
 
-    def prepare_text(self, text: str, language_token: str | None) -> PreparedText:
-        """``text`` segmented into pieces, with the model inputs of each piece it translates."""
+    def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:
+        """``text`` segmented into pieces, with the model inputs of each piece it translates (``source``: the
+        language it is in, for the multilingual families; None: the model's default)."""
         ...
 
     def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
@@ -122,6 +126,7 @@ class Engine(Protocol):
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
         target: str | None = None,
+        source: str | None = None,
     ) -> list[str]: ...
 
     def translate_detailed(
@@ -132,6 +137,7 @@ class Engine(Protocol):
         max_new_tokens: int | None = None,
         target: str | None = None,
         alternatives: int | None = None,
+        source: str | None = None,
     ) -> list[Translation]: ...
 
     def align_texts(self, pairs: Sequence[tuple[str, str]], language_token: str | None) -> list[TextAlignment | None]:

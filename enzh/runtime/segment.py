@@ -1,4 +1,4 @@
-"""Segmentation: English text -> sentences (one model input each) -> Chinese text with the layout kept.
+"""Segmentation: source text -> sentences (one model input each) -> translated text with the layout kept.
 
 One stage for every entry point (Python API, CLI, HTTP, files). Lines are cut first, so a heading or a list
 item without final punctuation stays a unit of its own; inside a line the sentence boundaries come from
@@ -12,13 +12,39 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 _NEWLINE = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Latin letters (with accents): a piece without one is not English (Chinese, numbers, bullets) and is kept as is.
 # A fast path; text outside ASCII is also checked by Unicode name after NFKC (full-width Ａ is A to the model).
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+# Han ideographs (the unified blocks and their extensions; NFKC maps the compatibility ones onto them): a piece
+# without one is not Chinese, and a model from Chinese keeps it as it is.
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+# The letters that mark a piece as written in a model's source language: "latin" for English, "han" for Chinese;
+# "any": every piece that is not blank (a model whose languages say nothing about what can be kept).
+SCRIPTS = ("latin", "han", "any")
+# The script of the model a document is being translated with (the format readers ask needs_translation without
+# naming one): English unless set by reading().
+_READING: ContextVar[str] = ContextVar("enzh_source_script", default="latin")
+
+
+@contextmanager
+def reading(script: str) -> Iterator[None]:
+    """Within the block, :func:`needs_translation` and :func:`split_text` called without a script use ``script``
+    (a document translated by a model from Chinese: its readers then pick the pieces with Han characters)."""
+    if script not in SCRIPTS:
+        raise ValueError(f"unknown script {script!r}; accepted: {', '.join(SCRIPTS)}")
+    token = _READING.set(script)
+    try:
+        yield
+    finally:
+        _READING.reset(token)
+
+
 # Characters after which Chinese needs no space: CJK ideographs, kana, hangul, CJK and full-width punctuation.
 _WIDE_END = re.compile(
     r"[\u2018-\u201d\u2026\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]$"
@@ -33,9 +59,19 @@ class Piece:
     separator: str
 
 
-def needs_translation(text: str) -> bool:
-    """True when ``text`` has a letter of the Latin script once NFKC-normalised as the model's SentencePiece
-    normalises it (so full-width ``Ａｂｃ`` counts); text that is already Chinese passes through unchanged."""
+def needs_translation(text: str, script: str | None = None) -> bool:
+    """True when ``text`` has a letter of ``script`` (:data:`SCRIPTS`; None: the one :func:`reading` set, Latin
+    by default) once NFKC-normalised as the model's SentencePiece normalises it (so full-width ``Ａｂｃ`` counts as
+    Latin): text without one is already in the target language (or has no words at all) and passes through."""
+    script = script or _READING.get()
+    if script == "any":
+        return bool(text.strip())
+    if script == "han":
+        return _HAN.search(text) is not None or (
+            not text.isascii() and _HAN.search(unicodedata.normalize("NFKC", text)) is not None
+        )
+    if script != "latin":
+        raise ValueError(f"unknown script {script!r}; accepted: {', '.join(SCRIPTS)}")
     if _LATIN.search(text) is not None:
         return True
     if text.isascii():
@@ -65,9 +101,11 @@ def _sentence_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
-def split_text(text: str) -> list[Piece]:
+def split_text(text: str, script: str | None = None) -> list[Piece]:
     """Sentences of ``text`` with their separators; ``"".join(p.text + p.separator ...) == text`` always.
 
+    A line is cut into sentences when it has letters of ``script`` (see :func:`needs_translation`); one without
+    is one piece.
     The first piece has an empty sentence when the text starts with whitespace.
     """
     sentences: list[str] = [""]
@@ -77,7 +115,7 @@ def split_text(text: str) -> list[Piece]:
         if not line.strip():
             separators[-1] += line
             return
-        for start, end in _sentence_spans(line) if needs_translation(line) else [(0, len(line))]:
+        for start, end in _sentence_spans(line) if needs_translation(line, script) else [(0, len(line))]:
             chunk = line[start:end]
             core = chunk.strip()
             if not core:
@@ -102,35 +140,43 @@ def split_text(text: str) -> list[Piece]:
     return pieces
 
 
-def split_sentences(text: str) -> list[str]:
-    """The non-empty sentences of ``text``, in order."""
-    return [p.text for p in split_text(text) if p.text]
-
-
-def join_translations(translations: Sequence[str], pieces: Sequence[Piece]) -> str:
-    """Rebuild the text from each piece's translation: line breaks, blank lines and indentation exactly as
-    sent, no space between sentences that end in Chinese (a piece left in Latin script keeps its space)."""
-    out = []
-    for translation, piece in zip(translations, pieces, strict=True):
-        separator = piece.separator
-        if not _NEWLINE.search(separator) and _WIDE_END.search(translation):
-            separator = ""
-        out.append(translation + separator)
-    return "".join(out)
-
-
-def translate_segmented(text: str, translate: Callable[[list[str]], list[str]]) -> str:
-    """Split ``text``, translate the sentences that need it in one call, and join the result."""
-    if not needs_translation(text):
-        return text
-    pieces = split_text(text)
-    todo = [p.text for p in pieces if needs_translation(p.text)]
-    done = iter(translate(todo))
-    return join_translations([next(done) if needs_translation(p.text) else p.text for p in pieces], pieces)
+def split_sentences(text: str, script: str | None = None) -> list[str]:
+    """The non-empty sentences of ``text``, in order (lines cut as :func:`split_text` cuts them)."""
+    return [p.text for p in split_text(text, script) if p.text]
 
 
 # Scripts written without spaces between sentences: CJK punctuation, kana, Han, full-width forms.
 _NO_SPACE = re.compile("[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def join_translations(translations: Sequence[str], pieces: Sequence[Piece]) -> str:
+    """Rebuild the text from each piece's translation: line breaks, blank lines and indentation exactly as
+    sent, no space between sentences that end in Chinese (a piece left in Latin script keeps its space), and one
+    space between sentences that were written without one (Chinese) but are not Chinese any more."""
+    out = ""
+    for translation, piece in zip(translations, pieces, strict=True):
+        if translation and out and not _joins_without_space(out[-1], translation[0]):
+            out += " "
+        separator = piece.separator
+        if not _NEWLINE.search(separator) and _WIDE_END.search(translation):
+            separator = ""
+        out += translation + separator
+    return out
+
+
+def _joins_without_space(before: str, after: str) -> bool:
+    """Whether ``after`` may follow ``before`` directly: whitespace is there already, or either is Chinese."""
+    return before.isspace() or after.isspace() or bool(_NO_SPACE.match(before) or _NO_SPACE.match(after))
+
+
+def translate_segmented(text: str, translate: Callable[[list[str]], list[str]], script: str | None = None) -> str:
+    """Split ``text``, translate the sentences with letters of ``script`` in one call, and join the result."""
+    if not needs_translation(text, script):
+        return text
+    pieces = split_text(text, script)
+    todo = [p.text for p in pieces if needs_translation(p.text, script)]
+    done = iter(translate(todo))
+    return join_translations([next(done) if needs_translation(p.text, script) else p.text for p in pieces], pieces)
 
 
 def join_parts(texts: list[str]) -> str:
@@ -163,14 +209,13 @@ class PreparedText:
     sources: tuple[tuple[list[int], ...], ...]
 
 
-def prepare_text(text: str, encode: Callable[[str], list[list[int]]], *, keep_untranslated: bool) -> PreparedText:
+def prepare_text(text: str, encode: Callable[[str], list[list[int]]], *, script: str) -> PreparedText:
     """The segmentation stage every entry point shares: ``text``'s sentences and the model inputs ``encode``
-    gives each sentence the model translates (none for blank pieces, nor, with ``keep_untranslated``, for
-    pieces without a letter of the source language: :func:`needs_translation`)."""
-    pieces = tuple(split_text(clean_text(text)))
+    gives each sentence the model translates (none for blank pieces, nor for pieces without a letter of
+    ``script``, the source language's: :func:`needs_translation`)."""
+    pieces = tuple(split_text(clean_text(text), script))
     sources = tuple(
-        tuple(encode(piece.text)) if piece.text and (needs_translation(piece.text) or not keep_untranslated) else ()
-        for piece in pieces
+        tuple(encode(piece.text)) if piece.text and needs_translation(piece.text, script) else () for piece in pieces
     )
     return PreparedText(pieces, sources)
 

@@ -151,13 +151,13 @@ class Translator:
 
     def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:
         """``text``'s sentences and the source ids of each sentence the model translates (none for blank pieces,
-        or for text that is already Chinese when the model translates into Chinese); see
+        or for text already in the target language: no Latin letter into Chinese, no Han character from it); see
         :func:`enzh.runtime.segment.prepare_text`. ``language_token``: the resolved target
         (:meth:`resolve_target`), ``source``: the resolved source (:meth:`resolve_source`; None for Marian)."""
-        keep = self.adapter.keep_untranslated(language_token)
-        return prepare_text(
-            text, lambda piece: self._encode_parts(piece, language_token, source), keep_untranslated=keep
-        )
+        # The caller's code ("zh", "zh-Hant") as the family's own (zho_Hans); Marian's one source is None.
+        source = self.adapter.resolve_source(source) if source is not None else None
+        script = self.adapter.source_script(source, language_token)
+        return prepare_text(text, lambda piece: self._encode_parts(piece, language_token, source), script=script)
 
     def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
         """The text from its pieces' translations (see :func:`enzh.runtime.segment.assemble_text`)."""
@@ -201,7 +201,7 @@ class Translator:
         # into windows of SentencePiece pieces.
         chunks: list[list[int]] = []
         pending = ""
-        for sentence in split_sentences(text):
+        for sentence in split_sentences(text, "any"):  # every line cut, whatever its script
             candidate = f"{pending} {sentence}".strip()
             if len(encode(candidate)) <= limit:
                 pending = candidate
@@ -331,13 +331,14 @@ class Translator:
 
     @functools.cached_property
     def info(self) -> ModelInfo:
-        from enzh.runtime.default_model import DEMO_NAME, is_default_model
+        from enzh.runtime.default_model import demo_name
 
         manifest = self.manifest
         source = str(manifest.source.get("id") or "")
-        embedded = is_default_model(self.directory)
+        demo = demo_name(self.directory)
+        embedded = demo is not None
         return ModelInfo(
-            name=DEMO_NAME if embedded else (source or self.directory.name),
+            name=demo or source or self.directory.name,
             source_id=source,
             precision=manifest.precision,
             directory=self.directory,
@@ -348,6 +349,7 @@ class Translator:
             default_target=self.adapter.default_language,
             has_aligner=self.has_aligner,
             fingerprint=hashlib.sha256(manifest.to_json().encode()).hexdigest(),
+            directions=self.adapter.directions,
         )
 
     @property

@@ -39,10 +39,13 @@ def prepared_options(options: ServeOptions, replicas: ReplicaOptions) -> tuple[S
     ``files_dir`` on shared storage, else a download must reach the replica that translated it).
     Returns them and the temporary directory to remove afterwards (None when there is none)."""
     require(options.workers == 1, "--workers starts uvicorn processes; with --ray give --replicas N instead")
-    directory = Path(options.model_dir).resolve() if options.model_dir is not None else default_model_dir()
-    Manifest.load(directory).verify_files(directory, check_hashes=False)  # a bad --model fails now, not later
+    directories = [Path(d).resolve() for d in options.models] or [default_model_dir()]
+    for directory in directories:  # a bad --model fails now, not later
+        Manifest.load(directory).verify_files(directory, check_hashes=False)
     if options.model_dir is not None:
-        options = dataclasses.replace(options, model_dir=str(directory))
+        options = dataclasses.replace(options, model_dir=str(directories[0]))
+    elif options.model_dirs:  # replicas do not start in this directory: paths are made absolute
+        options = dataclasses.replace(options, model_dirs=tuple(str(d) for d in directories))
     if options.api_keys is not None:
         KeyStore(options.api_keys).close()  # likewise a missing key store
         options = dataclasses.replace(options, api_keys=str(Path(options.api_keys).resolve()))

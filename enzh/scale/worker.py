@@ -24,7 +24,7 @@ def translate_shard(
     """The translated shard (without ``header``, which is put in front for the translation only) and how many
     sentences went to the model."""
     engine = SentenceEngine(translator, options, chunk=CHUNK)
-    result = render(parse(header + data, options), engine)
+    result = render(parse(header + data, options), engine, options)
     output = result if isinstance(result, bytes) else result.encode("utf-8")
     if header:
         if not output.startswith(header):

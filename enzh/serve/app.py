@@ -29,9 +29,10 @@ from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from enzh import __version__
+from enzh.runtime.router import base_language, detect_script
 from enzh.serve.access import add_cors, add_key_checks
 from enzh.serve.errors import STATUS_CODES, ApiError, error_for_path, json_response
-from enzh.serve.libretranslate import add_libretranslate_routes
+from enzh.serve.libretranslate import add_libretranslate_routes, read_languages
 from enzh.serve.middleware import BodyLimitMiddleware, MetricsMiddleware
 from enzh.serve.modes import Modes
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
@@ -44,7 +45,7 @@ from enzh.serve.schemas import (
     json_body,
     request_models,
 )
-from enzh.serve.service import Service
+from enzh.serve.service import Service, Target
 from enzh.serve.sigterm import install_sigterm
 
 logger = logging.getLogger("enzh")
@@ -58,14 +59,16 @@ ROUTES = frozenset(
 
 
 def create_app(options: ServeOptions | None = None, translator: Any = None) -> FastAPI:
-    """The ASGI app. ``translator``: an already loaded :class:`enzh.runtime.translator.Translator` (else loaded from
-    ``options.model_dir`` in the background after start-up; /readyz says when it is ready)."""
+    """The ASGI app. ``translator``: an already loaded :class:`enzh.runtime.translator.Translator`, or a list of
+    them (else the models of ``options.models``, or the embedded pair, are loaded in the background after
+    start-up; /readyz says when they are all ready)."""
     options = options or ServeOptions()
     service = Service(options, translator)
     app = FastAPI(
         title="enzh translation service",
         version=__version__,
-        description="English to Chinese translation with dynamic batching across requests. See docs/server.md.",
+        description="English<->Chinese translation, each text routed to the model of its direction, with dynamic "
+        "batching across requests. See docs/server.md.",
         lifespan=_lifespan(service),
         docs_url="/docs",
         redoc_url=None,
@@ -141,17 +144,19 @@ def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: 
         response_model=TranslateResponse,
         responses=error_responses(400, 413, 415, 422, 429, 500, 503, 504),
         openapi_extra=json_body(models.translate),
-        summary="Translate English text (or a list of texts) to Chinese",
+        summary="Translate text (or a list of texts); each goes to the model of its direction (source auto: detected)",
         tags=["translate"],
     )
     async def translate_v1(request: Request) -> Response:
         arrived = time.monotonic()
         body = validate(models.translate, await read_payload(request, form=False), options)
         texts = [body.text] if isinstance(body.text, str) else list(body.text)
-        answer = await modes.translate(
+        service.admit()  # 503 unless ready, even for texts that need no model
+        routes = [_route_v1(service, text, body.source, body.target) for text in texts]
+        answer = await modes.translate_routed(
             request,
             texts,
-            target=body.target,
+            routes,
             beam_size=body.beam_size,
             arrived=arrived,
             html=body.format == "html",
@@ -159,15 +164,27 @@ def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: 
         )
         payload: dict[str, Any] = {
             "translations": answer.translations,
-            "model": service.model_name,
+            "model": ", ".join(answer.models) or service.model_name,
+            "source": body.source,
             "target": body.target,
             "beam_size": answer.beam_size,
             "sentences": answer.sentences,
             "timing_ms": answer.timing_ms,
         }
-        if answer.alternatives is not None:
+        if body.alternatives:
             payload["alternatives"] = answer.alternatives
         return json_response(payload)
+
+
+def _route_v1(service: Service, text: str, source: str, target: str) -> Target | None:
+    """The model for one text of /v1 (``source`` auto: its script tells its language, as the router's
+    :func:`enzh.runtime.router.detect_script`); None: nothing to translate, or already in the target language."""
+    language = detect_script(text) if source == "auto" else source
+    if language is None or base_language(language) == base_language(target):
+        return None
+    if source == "auto" and not service.serves(language, target) and language not in read_languages(service):
+        return None  # in no language a model reads: as it is (only English and Chinese are told apart)
+    return service.route(language, target)
 
 
 def _add_health_routes(app: FastAPI, service: Service) -> None:
@@ -184,7 +201,7 @@ def _add_health_routes(app: FastAPI, service: Service) -> None:
         if status != "ready":
             headers = {"Retry-After": "1" if status == "loading" else "5"}
             return json_response({"status": status, "detail": detail}, 503, headers)
-        return json_response({"status": "ready", "model": service.model_name})
+        return json_response({"status": "ready", "model": service.model_name, "models": service.model_names})
 
     @app.get(
         "/metrics",

@@ -6,9 +6,9 @@ query string and of its form (url-encoded or multipart), the query string's firs
 form counts, and its CRLF line ends become LF. Every failure is a :class:`LibreError` (400) whose message is
 LibreTranslate's where it has one (``Invalid request: missing q parameter``, ``zz is not supported``, ...).
 
-Language codes are case-insensitive: English is ``en`` (``en-US`` too); Chinese targets are ``zh``,
-``zh-Hans``, ``zh-CN``, ``zh-SG`` (Simplified) and ``zt``, ``zh-Hant``, ``zh-TW``, ``zh-HK`` (Traditional);
-as a source, any of them means Chinese, which is answered unchanged.
+Language codes are case-insensitive: English is ``en`` (``en-US`` too); Chinese is ``zh``, ``zh-Hans``,
+``zh-CN``, ``zh-SG`` (Simplified) and ``zt``, ``zh-Hant``, ``zh-TW``, ``zh-HK`` (Traditional). Whether a
+source and target pair is served depends on the models loaded (:meth:`enzh.serve.service.Service.route`).
 """
 
 from __future__ import annotations
@@ -155,27 +155,33 @@ def _code(fields: Fields, name: str) -> str | None:
 
 
 def source_of(fields: Fields) -> str:
-    """``en``, ``zh`` (Chinese: answered unchanged) or ``auto``; default ``en``."""
+    """``en``, ``zh``, ``zh-Hant`` (Chinese written in Traditional characters) or ``auto``; default ``en``."""
     code = _code(fields, "source")
     if code is None or _ENGLISH.fullmatch(code):
         return "en"
     if code == "auto":
         return "auto"
     if code in TARGETS:
-        return "zh"
+        return "zh-Hant" if TARGETS[code] == "zh-Hant" else "zh"
     raise LibreError(400, f"{code} is not supported")
 
 
 def target_of(fields: Fields) -> str:
-    """``zh-Hans`` or ``zh-Hant`` (this service's targets); default ``zh-Hans``."""
+    """``zh-Hans``, ``zh-Hant`` or ``en``; default ``zh-Hans``."""
     code = _code(fields, "target")
     if code is None:
         return "zh-Hans"
     if code in TARGETS:
         return TARGETS[code]
     if _ENGLISH.fullmatch(code):
-        raise LibreError(400, f"English ({code}) is not available as a target language from English (en)")
+        return "en"
     raise LibreError(400, f"{code} is not supported")
+
+
+def code_of(fields: Fields, name: str) -> str:
+    """The code the request gave for ``name`` (source or target), as sent (lower-cased), for messages."""
+    value = fields.get(name)
+    return value.strip().lower() if isinstance(value, str) and value.strip() else ""
 
 
 def format_of(fields: Fields) -> str:

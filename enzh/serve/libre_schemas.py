@@ -57,9 +57,11 @@ def translate_body(options: ServeOptions) -> dict[str, Any]:
         model_config = ConfigDict(extra="allow", title="LibreTranslateRequest")
 
         q: One | Texts = Field(description="text, or a list of texts (JSON only)")
-        source: Literal["en", "auto", "zh"] = Field("en", description="auto: detected per text; zh: kept as it is")
-        target: Literal["zh", "zh-Hans", "zh-CN", "zt", "zh-Hant", "zh-TW"] = Field(
-            "zh-Hans", description="case-insensitive"
+        source: Literal["en", "auto", "zh", "zh-Hans", "zt", "zh-Hant"] = Field(
+            "en", description="auto: detected per text; each text goes to the model of its direction"
+        )
+        target: Literal["zh", "zh-Hans", "zh-CN", "zt", "zh-Hant", "zh-TW", "en"] = Field(
+            "zh-Hans", description="case-insensitive; a text already in it comes back unchanged"
         )
         format: Literal["text", "html"] = "text"
         alternatives: int = Field(0, ge=0, le=options.max_alternatives, description="alternatives per text")
@@ -104,10 +106,10 @@ def file_body() -> dict[str, Any]:
         "required": ["file"],
         "properties": {
             "file": {"type": "string", "format": "binary"},
-            "source": {"type": "string", "enum": ["en", "auto", "zh"], "default": "en"},
+            "source": {"type": "string", "enum": ["en", "auto", "zh", "zh-Hans", "zt", "zh-Hant"], "default": "en"},
             "target": {
                 "type": "string",
-                "enum": ["zh", "zh-Hans", "zh-CN", "zt", "zh-Hant", "zh-TW"],
+                "enum": ["zh", "zh-Hans", "zh-CN", "zt", "zh-Hant", "zh-TW", "en"],
                 "default": "zh-Hans",
             },
             "api_key": {"type": "string"},

@@ -7,9 +7,11 @@ text/html, ``alternatives``), ``POST /detect``, ``GET /languages``, ``GET /front
 LibreTranslate's shapes, errors are ``{"error": message}`` with its statuses (:mod:`enzh.serve.errors`); keys
 and limits are checked before the routes (:mod:`enzh.serve.access`), which ignore ``api_key``/``apiKey``.
 
-With ``source=auto`` every text is detected on its own (:mod:`enzh.serve.langid`; the text of HTML, not its
-tags): Chinese comes back unchanged, English is translated, and a language the model does not translate is a
-400. A detection below :data:`CLEAR` confidence is settled in favour of English or Chinese when either is among
+Every text goes to the model of its direction (:meth:`enzh.serve.service.Service.route`): ``source`` and
+``target`` name it, and with ``source=auto`` every text is detected on its own (:mod:`enzh.serve.langid`; the
+text of HTML, not its tags) and routed on its own. Text already in the target language comes back unchanged;
+a direction no model serves, or a language no model reads, is a 400 naming the directions there are. A
+detection below :data:`CLEAR` confidence is settled in favour of a language the models read when one is among
 its candidates (one or two words are often a toss-up). docs/server.md has the whole contract.
 """
 
@@ -30,14 +32,17 @@ from starlette.responses import FileResponse, Response
 
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import EXTENSIONS, detect_format, get_format
-from enzh.runtime.default_model import DEMO_NAME, is_default_model
+from enzh.documents.options import DocumentOptions
+from enzh.runtime.default_model import DEMO_NAME, demo_name
+from enzh.runtime.router import base_language
 from enzh.serve import libre_schemas as schemas
-from enzh.serve.errors import LibreError, json_response
+from enzh.serve.errors import ApiError, LibreError, json_response
 from enzh.serve.files import FileStore, safe_name
 from enzh.serve.langid import Detector, Guess
 from enzh.serve.libre_request import (
     Fields,
     alternatives_of,
+    code_of,
     format_of,
     read_fields,
     source_of,
@@ -45,12 +50,20 @@ from enzh.serve.libre_request import (
     texts_of,
 )
 from enzh.serve.modes import Modes
-from enzh.serve.service import Service
+from enzh.serve.service import SCRIPTS, Service, Target
 
 TAG = "libretranslate"
-TRANSLATED = ("en", "zh")  # languages a text may be in: English is translated, Chinese kept
+TRANSLATED = ("en", "zh")  # the languages a lone model that names none is taken to read and write
 CLEAR = 50.0  # a detection at least this confident is taken as it is
 NAMES = {"en": "English", "zh-Hans": "Chinese (Simplified)", "zh-Hant": "Chinese (Traditional)"}
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+# Chinese as a source in /languages when a model translates from it: every code clients send for it.
+CHINESE_SOURCES = (
+    ("zh", "Chinese"),
+    ("zh-Hans", NAMES["zh-Hans"]),
+    ("zt", NAMES["zh-Hant"]),
+    ("zh-Hant", NAMES["zh-Hant"]),
+)
 # The codes listed in /languages for each target; clients compare them with their own codes (docs/server.md).
 TARGET_CODES = {"zh-Hans": ("zh", "zh-Hans", "zh-CN"), "zh-Hant": ("zt", "zh-Hant", "zh-TW", "zh-HK")}
 LISTED = {
@@ -85,7 +98,7 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
         response_model=schemas.LibreTranslation,
         responses=schemas.libre_errors(400, 403, 413, 429, 500, 503, 504),
         openapi_extra=schemas.translate_body(options),
-        summary="Translate text or HTML (a string or a list); source=auto detects each text",
+        summary="Translate text or HTML (a string or a list); each text goes to the model of its direction",
         tags=[TAG],
     )
     async def translate(request: Request) -> Response:
@@ -94,39 +107,35 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
         texts, many = texts_of(fields, options)
         source, target, html = source_of(fields), target_of(fields), format_of(fields) == "html"
         alternatives = alternatives_of(fields, options.max_alternatives)
-        _check_target(service, fields, target)
+        if service.router is None:
+            service.admit()  # not loaded: 503 (which directions there are is not known yet)
+        _check_target(service, fields, target, source)
         detected: list[Guess] | None = None
         if source == "auto":
             readable = [_visible_text(t) for t in texts] if html else texts
-            detected = await _detect(detector, readable, each=True)
+            known = read_languages(service)
+            detected = await _detect(detector, readable, each=True, known=known)
             for i, guess in enumerate(detected):
-                _check_detected(guess, f"q[{i}]" if many else "q")
-            chinese = [guess.language == "zh" for guess in detected]
+                _check_detected(service, guess, f"q[{i}]" if many else "q")
+            languages = [guess.language for guess in detected]
         else:
-            chinese = [source == "zh"] * len(texts)
-        outputs = list(texts)  # Chinese stays as it is
-        found: list[list[str]] = [[] for _ in texts]
-        todo = [i for i, keep in enumerate(chinese) if not keep]
-        if todo:
-            result = await modes.translate(
-                request,
-                [texts[i] for i in todo],
-                target=target,
-                beam_size=None,
-                arrived=arrived,
-                html=html,
-                alternatives=alternatives,
-            )
-            for j, i in enumerate(todo):
-                outputs[i] = result.translations[j]
-                if result.alternatives is not None:
-                    found[i] = result.alternatives[j]
-        payload: dict[str, Any] = {"translatedText": outputs if many else outputs[0]}
+            languages = [source] * len(texts)
+        found_routes: dict[str, Target | None] = {}
+        routes = []
+        for i, language in enumerate(languages):
+            if language not in found_routes:
+                where = (f"q[{i}]" if many else "q") if detected is not None else None
+                found_routes[language] = _route(service, fields, language, target, where)
+            routes.append(found_routes[language])
+        result = await modes.translate_routed(
+            request, texts, routes, beam_size=None, arrived=arrived, html=html, alternatives=alternatives
+        )
+        payload: dict[str, Any] = {"translatedText": result.translations if many else result.translations[0]}
         if detected is not None:
-            languages = [guess.as_json() for guess in detected]
-            payload["detectedLanguage"] = languages if many else languages[0]
+            answers = [guess.as_json() for guess in detected]
+            payload["detectedLanguage"] = answers if many else answers[0]
         if alternatives > 0:
-            payload["alternatives"] = found if many else found[0]
+            payload["alternatives"] = result.alternatives if many else (result.alternatives or [[]])[0]
         return json_response(payload)
 
     @app.post(
@@ -140,16 +149,46 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
     async def detect(request: Request) -> Response:
         fields = await read_fields(request)
         texts, _ = texts_of(fields, options)
-        guesses = await _detect(detector, texts, each=False)
+        guesses = await _detect(detector, texts, each=False, known=TRANSLATED)
         return json_response([guess.as_json() for guess in guesses])
 
 
-async def _detect(detector: Detector, texts: list[str], *, each: bool) -> list[Guess]:
-    """``each``: the chosen language of every text (:func:`_choose`); else the candidates for all of them."""
+def read_languages(service: Service) -> tuple[str, ...]:
+    """The languages a text may be in: those the models translate from or into (a text in a target language
+    comes back unchanged)."""
+    found = dict.fromkeys(language for direction in service.directions for language in direction)
+    return tuple(found) or TRANSLATED
+
+
+def _name(code: str) -> str:
+    return LANGUAGE_NAMES.get(base_language(code), code)
+
+
+def _route(service: Service, fields: Fields, source: str, target: str, where: str | None) -> Target | None:
+    """The model for texts in ``source`` into ``target``; None: they are in the target language already (kept)."""
+    if base_language(source) == base_language(target):
+        return None
+    if not service.serves(source, target):
+        sent = code_of(fields, "source") if where is None else base_language(source)
+        detected = f" (detected in {where})" if where is not None else ""
+        raise LibreError(
+            400,
+            f"{_name(target)} ({code_of(fields, 'target') or target}) is not available as a target language from "
+            f"{_name(source)} ({sent or source}){detected}; this server translates {service.offered()}",
+        )
+    try:
+        return service.route(source, target)
+    except ApiError as exc:
+        raise LibreError(400, exc.message) from None
+
+
+async def _detect(detector: Detector, texts: list[str], *, each: bool, known: tuple[str, ...]) -> list[Guess]:
+    """``each``: the chosen language of every text (:func:`_choose` among ``known``); else the candidates for all
+    of them."""
 
     def work() -> list[Guess]:
         if each:
-            return [_choose(detector.detect(text)) for text in texts]
+            return [_choose(detector.detect(text), known) for text in texts]
         return list(detector.detect_all(texts))
 
     if detector.needs_model(texts) or sum(len(t) for t in texts) > 2000:  # loading takes seconds: off the loop
@@ -157,20 +196,20 @@ async def _detect(detector: Detector, texts: list[str], *, each: bool) -> list[G
     return work()
 
 
-def _choose(guesses: tuple[Guess, ...]) -> Guess:
-    """The language of a text: the best candidate, unless it is unclear and English or Chinese is a candidate."""
+def _choose(guesses: tuple[Guess, ...], known: tuple[str, ...]) -> Guess:
+    """The language of a text: the best candidate, unless it is unclear and a language of ``known`` is one."""
     best = guesses[0]
-    if best.language in TRANSLATED or best.confidence >= CLEAR:
+    if best.language in known or best.confidence >= CLEAR:
         return best
-    return next((g for g in guesses if g.language in TRANSLATED), best)
+    return next((g for g in guesses if g.language in known), best)
 
 
-def _check_detected(guess: Guess, where: str) -> None:
-    if guess.language not in TRANSLATED:
+def _check_detected(service: Service, guess: Guess, where: str) -> None:
+    if guess.language not in read_languages(service):
         raise LibreError(
             400,
             f"{guess.language} is not supported (detected in {where} with confidence {guess.confidence:g}); "
-            "this server translates en into zh",
+            f"this server translates {service.offered()}",
         )
 
 
@@ -204,25 +243,25 @@ def _visible_text(markup: str) -> str:
 
 
 def available_targets(service: Service) -> list[str]:
-    """The targets the model translates into (both until the model is loaded)."""
-    translator = service.translator
-    if translator is None:
-        return ["zh-Hans", "zh-Hant"]
-    if not translator.info.targets:
-        return ["zh-Hans"]  # a model without target tokens has one target
-    found = []
-    for target in ("zh-Hans", "zh-Hant"):
-        try:
-            translator.resolve_target(target)
-        except ValueError:
-            continue
-        found.append(target)
-    return found
+    """The Chinese scripts the models write (both until they are loaded; none when no model writes Chinese)."""
+    if service.router is None:
+        return list(SCRIPTS)
+    return [script for script in SCRIPTS if service.writes(script)]
 
 
-def _check_target(service: Service, fields: Fields, target: str) -> None:
-    if target not in available_targets(service):
-        raise LibreError(400, f"{str(fields.get('target')).strip().lower()} is not supported")
+def _check_target(service: Service, fields: Fields, target: str, source: str) -> None:
+    """400 for a target no model writes (a Chinese script included), as LibreTranslate words it."""
+    if service.router is None or service.writes(target):
+        return
+    sent = code_of(fields, "target") or target
+    if target in SCRIPTS and service.writes("zh"):
+        raise LibreError(400, f"{sent} is not supported")  # a script no model writes
+    origin = "any language" if source == "auto" else f"{_name(source)} ({code_of(fields, 'source') or source})"
+    raise LibreError(
+        400,
+        f"{_name(target)} ({sent}) is not available as a target language from {origin}; "
+        f"this server translates {service.offered()}",
+    )
 
 
 # -- /translate_file, /download_file ---------------------------------------------------------------------
@@ -250,19 +289,29 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
         name = safe_name(upload.filename, "translated")
         format = _file_format(name)
         source, target = source_of(fields), target_of(fields)
-        _check_target(service, fields, target)
+        if service.router is None:
+            service.admit()
+        _check_target(service, fields, target, source)
         data = await upload.read()
         await upload.close()
         try:
-            parsed = await modes.parse_document(data, format, name)
+            if source == "auto":
+                text = await modes.document_text(data, format, name)
+                [guess] = await _detect(detector, [text], each=True, known=read_languages(service))
+                _check_detected(service, guess, "the file")
+                language = guess.language
+            else:
+                language = base_language(source)
+            # the pieces to translate are those in the script of its language
+            read_as = DocumentOptions(format=format, source=_doc(language))
+            parsed = await modes.parse_document(data, read_as, name)
         except DocumentError as exc:
             raise LibreError(400, f"Invalid request: {_one_line(exc)}") from None
-        if source == "auto":
-            text = " ".join(block.text for block in parsed.units.blocks)
-            [guess] = await _detect(detector, [text], each=True)
-            _check_detected(guess, "the file")
-            source = guess.language
-        output = data if source == "zh" else await modes.render_document(parsed, target=target)
+        route = _route(service, fields, language, target, "the file" if source == "auto" else None)
+        if route is None:
+            output = data  # already in the target language
+        else:
+            output = await modes.render_document(parsed, route=route, options=read_as)
         file_id = await asyncio.get_running_loop().run_in_executor(None, store.put, name, output)
         url = request.url_for("download_file", file_id=file_id, name=quote(name, safe=""))
         return json_response({"translatedFileUrl": str(url)})
@@ -284,6 +333,11 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
             raise LibreError(404, "This file does not exist or has expired; translate it again")
         media = mimetypes.guess_type(name)[0] or "application/octet-stream"
         return FileResponse(path, filename=name, media_type=media)
+
+
+def _doc(language: str) -> str:
+    """A document's language as :class:`DocumentOptions` takes it (en or zh; any other is read as English)."""
+    return "zh" if base_language(language) == "zh" else "en"
 
 
 def _file_format(name: str) -> str:
@@ -317,13 +371,39 @@ def _one_line(exc: Exception) -> str:
 
 
 def languages(service: Service) -> list[dict[str, Any]]:
-    """LibreTranslate's language list: English, whose targets are every code of every target, then Chinese under
-    the codes clients use for it (``zh`` and ``zh-Hans``; ``zt`` and ``zh-Hant``), which translate into nothing."""
-    targets = available_targets(service)
-    listed = [{"code": "en", "name": "English", "targets": [c for t in targets for c in TARGET_CODES[t]]}]
-    for target in targets:
-        listed += [{"code": code, "name": name, "targets": []} for code, name in LISTED[target]]
+    """LibreTranslate's language list, from the loaded models: English, whose targets are every code of every
+    Chinese script written from it, then Chinese under the codes clients use for it (``zh`` and ``zh-Hans``;
+    ``zt`` and ``zh-Hant``), whose target is English when a model translates Chinese into English (else none)."""
+    loaded = service.router is not None
+    into_chinese = not loaded or service.serves("en", "zh")
+    into_english = loaded and service.serves("zh", "en")
+    scripts = available_targets(service) if into_chinese else []
+    listed = [{"code": "en", "name": "English", "targets": [c for t in scripts for c in TARGET_CODES[t]]}]
+    chinese = list(CHINESE_SOURCES) if into_english else [entry for script in scripts for entry in LISTED[script]]
+    listed += [{"code": code, "name": name, "targets": ["en"] if into_english else []} for code, name in chinese]
     return listed
+
+
+def model_list(service: Service) -> list[dict[str, Any]]:
+    """Each model with its directions (as /languages would list them) and whether it is an embedded demo."""
+    if service.models and all(m.engine is not None for m in service.models):
+        return [
+            {
+                "name": m.label,
+                "directions": [f"{a}-{b}" for a, b in m.directions],
+                "demo": m.engine is not None and m.engine.info.embedded,
+            }
+            for m in service.models
+        ]
+    directories = service.options.models
+    if not directories:  # the embedded pair, not loaded yet
+        return [
+            {"name": DEMO_NAME, "directions": ["en-zh"], "demo": True},
+            {"name": f"{DEMO_NAME}-zh-en", "directions": ["zh-en"], "demo": True},
+        ]
+    return [
+        {"name": demo_name(d) or Path(d).name, "directions": [], "demo": demo_name(d) is not None} for d in directories
+    ]
 
 
 def _add_info(app: FastAPI, service: Service) -> None:
@@ -342,11 +422,12 @@ def _add_info(app: FastAPI, service: Service) -> None:
 
     @app.get("/frontend/settings", summary="Settings for the web page", tags=[TAG])
     async def frontend_settings() -> Response:
-        demo = options.model_dir is None or is_default_model(options.model_dir)
-        model = service.model_name
-        if model == "unknown":  # not loaded yet
-            model = DEMO_NAME if demo else Path(options.model_dir or "").name
+        models = model_list(service)
+        demo = any(m["demo"] for m in models)
+        model = ", ".join(m["name"] for m in models)
         keys = options.api_keys is not None
+        directions = [f"{a}-{b}" for a, b in service.directions] or [d for m in models for d in m["directions"]]
+        source, target = ("en", "zh-Hans") if not directions or "en-zh" in directions else ("zh", "en")
         settings = {
             "charLimit": options.max_chars_per_text,
             "frontendTimeout": 500,
@@ -356,11 +437,13 @@ def _add_info(app: FastAPI, service: Service) -> None:
             "filesTranslation": True,
             "supportedFilesFormat": list(supported_formats()),
             "language": {
-                "source": {"code": "en", "name": NAMES["en"]},
-                "target": {"code": "zh-Hans", "name": NAMES["zh-Hans"]},
+                "source": {"code": source, "name": NAMES.get(source, LANGUAGE_NAMES.get(source, source))},
+                "target": {"code": target, "name": NAMES.get(target, target)},
             },
             "enzh": {
                 "model": model,
+                "models": models,
+                "directions": directions,
                 "demo": demo,
                 "demoNotice": DEMO_NOTICE if demo else "",
                 "maxAlternatives": options.max_alternatives,

@@ -8,6 +8,9 @@ alternatives; shared by the /v1 API and the LibreTranslate API.
   service's scheduler like any request's, so they share batches with the sentences of concurrent requests.
 * Documents (``/translate_file``) take the same path with the format of their file name
   (:mod:`enzh.documents.api`), in chunks of :data:`CHUNK` sentences, each with its own deadline.
+* Several models: the routes hand every call a :class:`~enzh.serve.service.Target` (the model of the texts'
+  direction); :meth:`Modes.translate_routed` takes one per text, translates each model's texts concurrently and
+  puts the answers back in order (texts without a target are answered unchanged).
 * Alternatives are beam search's n-best (``Translator.translate_detailed(alternatives=...)``) with the request's
   beam size: the best one is exactly the plain translation, and at most beam size - 1 others exist. The
   scheduler's engine returns one hypothesis per sentence, so n-best requests run on a worker thread of their
@@ -33,8 +36,9 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.html import FORMAT as HTML
 from enzh.documents.inline import translate_blocks
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.segment import reading
 from enzh.serve.errors import ApiError
-from enzh.serve.service import Service
+from enzh.serve.service import Service, Target
 
 CHUNK = 64  # sentences per scheduler job of a document (a long document never holds the queue alone)
 MARKUP_THREADS = 4  # worker threads reading and writing HTML and documents
@@ -52,6 +56,13 @@ class Result:
     beam_size: int
 
 
+@dataclass(frozen=True)
+class Routed(Result):
+    """:class:`Result` of texts routed to several models; ``models``: the labels of those that translated some."""
+
+    models: list[str]
+
+
 class SchedulerSentences:
     """A sentence translator (sentences -> translations, in order) for a worker thread: each call hands the
     sentences to the event loop ``loop``, which translates them through the service's scheduler.
@@ -64,21 +75,22 @@ class SchedulerSentences:
         service: Service,
         loop: asyncio.AbstractEventLoop,
         *,
-        target: str | None,
+        route: Target,
         beam_size: int,
         deadline: float | None,
         request: Request | None = None,
     ) -> None:
         self.service = service
         self.loop = loop
-        self.target = target
+        self.route = route
         self.beam_size = beam_size
         self.deadline = deadline
         self.request = request
         self.sentences = 0
         self.timing = {"queue": 0.0, "inference": 0.0}
         # Tags are placed with the model's aligner (when it has one), as documents are (enzh.documents.alignment).
-        self.align = ModelAligner(service.engine, service.resolve_target(target))
+        assert route.model.engine is not None
+        self.align = ModelAligner(route.model.engine, route.token)
 
     def __call__(self, sentences: list[str]) -> list[str]:
         unique = list(dict.fromkeys(sentences))
@@ -88,7 +100,7 @@ class SchedulerSentences:
             if deadline is None:
                 deadline = time.monotonic() + self.service.options.request_timeout_s
             work = self.service.translate(
-                chunk, target=self.target, beam_size=self.beam_size, deadline=deadline, request=self.request
+                chunk, route=self.route, beam_size=self.beam_size, deadline=deadline, request=self.request
             )
             outputs, count, timing = asyncio.run_coroutine_threadsafe(work, self.loop).result()
             known.update(zip(chunk, outputs, strict=True))
@@ -112,12 +124,14 @@ def _chunks(sentences: list[str], size: int, max_chars: int) -> Iterator[list[st
         yield chunk
 
 
-def translate_markup(texts: Sequence[str], translate: Any) -> list[str]:
+def translate_markup(texts: Sequence[str], translate: Any, source: str = "en") -> list[str]:
     """Each HTML text translated as ``enzh.documents.html.translate_html`` does, with one call of
-    ``translate`` for the sentences of all of them."""
-    units = [HTML.read(text) for text in texts]
-    blocks = [block for unit in units for block in unit.blocks]
-    done = translate_blocks(blocks, translate) if blocks else []
+    ``translate`` for the sentences of all of them (``source``: their language, whose script marks the text to
+    translate)."""
+    with reading(DocumentOptions(format="html", source=source).script):
+        units = [HTML.read(text) for text in texts]
+        blocks = [block for unit in units for block in unit.blocks]
+        done = translate_blocks(blocks, translate) if blocks else []
     outputs = []
     start = 0
     for unit in units:
@@ -159,40 +173,89 @@ class Modes:
         request: Request,
         texts: list[str],
         *,
-        target: str,
+        route: Target,
         beam_size: int | None,
         arrived: float,
         html: bool = False,
         alternatives: int = 0,
     ) -> Result:
-        """Translate ``texts`` (HTML when ``html``), with up to ``alternatives`` alternatives per text (HTML has
-        none); due ``request_timeout_s`` after ``arrived`` (monotonic)."""
+        """Translate ``texts`` with the model of ``route`` (HTML when ``html``), with up to ``alternatives``
+        alternatives per text (HTML has none); due ``request_timeout_s`` after ``arrived`` (monotonic)."""
         service = self.service
-        beam = beam_size or service.default_beam
+        beam = beam_size or route.model.default_beam
         none: list[list[str]] | None = [[] for _ in texts] if alternatives > 0 else None
         if not html and (alternatives == 0 or beam == 1):
-            answer = await service.handle(request, texts, target=target, beam_size=beam, arrived=arrived)
+            answer = await service.handle(request, texts, route=route, beam_size=beam, arrived=arrived)
             return Result(answer.translations, none, answer.sentences, answer.timing_ms, answer.beam_size)
         with self._admitted():
             deadline = arrived + service.options.request_timeout_s
             if html:
                 loop = asyncio.get_running_loop()
-                service.resolve_target(target)  # an unknown target fails before any work
                 sentences = SchedulerSentences(
-                    service, loop, target=target, beam_size=beam, deadline=deadline, request=request
+                    service, loop, route=route, beam_size=beam, deadline=deadline, request=request
                 )
-                outputs = await loop.run_in_executor(self._pool("markup"), translate_markup, texts, sentences)
+                source = route.direction[0] if route.direction else "en"
+                outputs = await loop.run_in_executor(self._pool("markup"), translate_markup, texts, sentences, source)
                 found, count, timing = none, sentences.sentences, dict(sentences.timing)
             else:
-                outputs, found, count, timing = await self._nbest_texts(texts, target, beam, alternatives, deadline)
+                outputs, found, count, timing = await self._nbest_texts(texts, route, beam, alternatives, deadline)
         timing["total"] = round((time.monotonic() - arrived) * 1000, 3)
         return Result(outputs, found, count, timing, beam)
 
+    async def translate_routed(
+        self,
+        request: Request,
+        texts: list[str],
+        routes: list[Target | None],
+        *,
+        beam_size: int | None,
+        arrived: float,
+        html: bool = False,
+        alternatives: int = 0,
+    ) -> Routed:
+        """Each text translated with the model of its route (None: answered as it is), each model's texts in one
+        call, the calls concurrent; the answers in the order of ``texts``."""
+        groups: dict[int, list[int]] = {}
+        for i, route in enumerate(routes):
+            if route is not None:
+                groups.setdefault(id(route.model), []).append(i)
+        calls = [
+            self.translate(
+                request,
+                [texts[i] for i in members],
+                route=routes[members[0]],  # type: ignore[arg-type]  # grouped by model: never None
+                beam_size=beam_size,
+                arrived=arrived,
+                html=html,
+                alternatives=alternatives,
+            )
+            for members in groups.values()
+        ]
+        results = await asyncio.gather(*calls)
+        outputs = list(texts)
+        found: list[list[str]] = [[] for _ in texts]
+        models: list[str] = []
+        timing = {"queue": 0.0, "inference": 0.0}
+        for members, result in zip(groups.values(), results, strict=True):
+            model = routes[members[0]]
+            assert model is not None
+            models.append(model.model.label)
+            for j, i in enumerate(members):
+                outputs[i] = result.translations[j]
+                if result.alternatives is not None:
+                    found[i] = result.alternatives[j]
+            for key in timing:
+                timing[key] = round(max(timing[key], result.timing_ms.get(key, 0.0)), 3)
+        timing["total"] = round((time.monotonic() - arrived) * 1000, 3)
+        beam = results[0].beam_size if results else (beam_size or self.service.default_beam)
+        return Routed(outputs, found, sum(r.sentences for r in results), timing, beam, models)
+
     async def _nbest_texts(
-        self, texts: list[str], target: str | None, beam: int, alternatives: int, deadline: float
+        self, texts: list[str], route: Target, beam: int, alternatives: int, deadline: float
     ) -> tuple[list[str], list[list[str]], int, dict[str, float]]:
         service = self.service
-        token = service.resolve_target(target)
+        engine = route.model.engine
+        assert engine is not None
         service.check_request_chars(texts)
         count = min(alternatives + 1, beam)
         submitted = time.monotonic()
@@ -200,7 +263,10 @@ class Modes:
 
         def work() -> list[Any]:
             started.append(time.monotonic())
-            return list(service.engine.translate_detailed(texts, beam_size=beam, target=token, alternatives=count))
+            found = engine.translate_detailed(
+                texts, beam_size=beam, target=route.token, alternatives=count, source=route.source
+            )
+            return list(found)
 
         future = asyncio.wrap_future(self._pool("nbest").submit(work))
         try:
@@ -221,19 +287,35 @@ class Modes:
 
     # -- documents ---------------------------------------------------------------------------------------
 
-    async def parse_document(self, data: bytes, format: str, name: str) -> Parsed:
-        """``data`` read with ``format`` (off the event loop); a bad file raises :class:`DocumentError`."""
+    async def parse_document(self, data: bytes, options: DocumentOptions, name: str) -> Parsed:
+        """``data`` read with ``options`` (its format and source language; off the event loop); a bad file raises
+        :class:`DocumentError`."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool("markup"), parse, data, DocumentOptions(format=format), name)
+        return await loop.run_in_executor(self._pool("markup"), parse, data, options, name)
 
-    async def render_document(self, parsed: Parsed, *, target: str | None) -> bytes:
-        """The translated document (bytes, encoded like its input), through the scheduler in chunks."""
+    async def document_text(self, data: bytes, format: str, name: str) -> str:
+        """All the text of a document, whatever its script (what its language is detected on), off the event loop;
+        a bad file raises :class:`DocumentError`."""
+
+        def read() -> str:
+            # A format reader keeps the pieces of one script: those with Latin letters, then those with Han ones.
+            texts = dict.fromkeys(
+                block.text
+                for source in ("en", "zh")
+                for block in parse(data, DocumentOptions(format=format, source=source), name).units.blocks
+            )
+            return " ".join(texts)
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool("markup"), read)
+
+    async def render_document(self, parsed: Parsed, *, route: Target, options: DocumentOptions) -> bytes:
+        """The translated document (bytes, encoded like its input), through the route's scheduler in chunks."""
         service = self.service
         with self._admitted():
-            service.resolve_target(target)
             loop = asyncio.get_running_loop()
-            sentences = SchedulerSentences(service, loop, target=target, beam_size=service.default_beam, deadline=None)
-            output = await loop.run_in_executor(self._pool("markup"), render, parsed, sentences)
+            beam = route.model.default_beam
+            sentences = SchedulerSentences(service, loop, route=route, beam_size=beam, deadline=None)
+            output = await loop.run_in_executor(self._pool("markup"), render, parsed, sentences, options)
         if isinstance(output, str):  # only for str input, which a file never is
             output = output.encode("utf-8")
         return output
@@ -250,4 +332,4 @@ def _distinct(best: str, candidates: list[str], limit: int) -> list[str]:
     return kept[:limit]
 
 
-__all__ = ["CHUNK", "DocumentError", "Modes", "Result", "SchedulerSentences", "translate_markup"]
+__all__ = ["CHUNK", "DocumentError", "Modes", "Result", "Routed", "SchedulerSentences", "translate_markup"]

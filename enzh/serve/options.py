@@ -19,7 +19,10 @@ ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
 class ServeOptions:
     """Everything the service can be told; every limit is enforced and answered with a JSON error."""
 
-    model_dir: str | None = None  # None: the embedded demo model
+    model_dir: str | None = None  # one model (what model_dirs was before there were several); None: see model_dirs
+    # The models served, each with its own batching queue; the direction of a text picks its model. Empty (and no
+    # model_dir): the embedded pair, English->Chinese and Chinese->English.
+    model_dirs: tuple[str, ...] = ()
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1  # uvicorn worker processes, each with its own model and scheduler
@@ -50,6 +53,18 @@ class ServeOptions:
     handle_sigterm: bool = True  # drain on SIGTERM (only when serving from the main thread)
 
     def __post_init__(self) -> None:
+        # A list (the JSON round trip through ENV_OPTIONS) is kept as the tuple it was.
+        object.__setattr__(self, "model_dirs", tuple(self.model_dirs))
+        require(
+            all(isinstance(d, str) and d for d in self.model_dirs),
+            f"model_dirs must be model directories (non-empty strings), got {self.model_dirs!r}",
+        )
+        require(
+            not (self.model_dir and self.model_dirs),
+            f"give model_dir or model_dirs, not both (model_dir={self.model_dir!r}, model_dirs={self.model_dirs!r})",
+        )
+        repeated = sorted({d for d in self.model_dirs if self.model_dirs.count(d) > 1})
+        require(not repeated, f"model_dirs names {', '.join(repeated)} more than once")
         positive = (
             "workers",
             "max_chars_per_text",
@@ -92,6 +107,11 @@ class ServeOptions:
             f"header_timeout_s must be a finite number > 0, got {self.header_timeout_s!r}",
         )
         require(self.api_keys is None or bool(self.api_keys), "api_keys must be the path of a key store")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The model directories given (model_dirs, else model_dir); empty: the embedded pair."""
+        return self.model_dirs or ((self.model_dir,) if self.model_dir else ())
 
     def cors_origin_list(self) -> list[str]:
         """The origins of ``cors_origins`` (empty: no CORS headers)."""

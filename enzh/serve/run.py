@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from enzh.runtime.default_model import default_model_dir
+from enzh.runtime.default_model import default_model_dirs
 from enzh.runtime.manifest import Manifest
 from enzh.runtime.optional import import_optional
 from enzh.serve.keys import KeyStore
@@ -28,10 +28,10 @@ def serve(options: ServeOptions, log_level: str = "info") -> None:
     from enzh.serve.app import create_app  # the web stack: imported once the serve extra is known to be there
     from enzh.serve.protocol import http_protocol
 
-    if options.model_dir is None:
-        options = dataclasses.replace(options, model_dir=str(default_model_dir()))
-    model_dir = Path(options.model_dir or ".")
-    Manifest.load(model_dir).verify_files(model_dir, check_hashes=False)  # a bad --model fails now, not later
+    if not options.models:  # the embedded pair, named so that every worker process loads the same models
+        options = dataclasses.replace(options, model_dirs=tuple(str(d) for d in default_model_dirs()))
+    for model_dir in map(Path, options.models):
+        Manifest.load(model_dir).verify_files(model_dir, check_hashes=False)  # a bad --model fails now, not later
     if options.api_keys is not None:
         KeyStore(options.api_keys).close()  # likewise a missing key store
     common: dict[str, Any] = dict(

@@ -13,6 +13,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 
 from enzh.serve.options import ServeOptions
 
+# /v1's languages: what a source and a target may be (each direction needs a loaded model of it).
+SOURCES = ("auto", "en", "zh", "zh-Hans", "zh-Hant")
+TARGETS = ("zh-Hans", "zh-Hant", "en")
+
 
 class ErrorDetail(BaseModel):
     code: str
@@ -31,7 +35,8 @@ class Timing(BaseModel):
 
 class TranslateResponse(BaseModel):
     translations: list[str]
-    model: str
+    model: str = Field(description="the models that translated the texts (comma-separated)")
+    source: str = Field(description="the source asked for (auto: each text's own language)")
     target: str
     beam_size: int
     sentences: int = Field(description="sentences translated (after splitting)")
@@ -44,6 +49,7 @@ class TranslateResponse(BaseModel):
 class Health(BaseModel):
     status: str
     model: str | None = None
+    models: list[str] | None = None
     detail: str | None = None
 
 
@@ -69,8 +75,15 @@ def request_models(options: ServeOptions) -> RequestModels:
     class TranslateRequest(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True, title="TranslateRequest")
 
-        text: Text | Texts = Field(description="English text (sentences and paragraphs are kept) or a list of texts")
-        target: Literal["zh-Hans", "zh-Hant"] = Field("zh-Hans", description="Simplified or Traditional")
+        text: Text | Texts = Field(description="text (sentences and paragraphs are kept) or a list of texts")
+        source: Literal[SOURCES] = Field(  # type: ignore[valid-type]
+            "auto",
+            description="the texts' language; auto: each text's own, told by its script (Han characters: Chinese, "
+            "Latin letters: English); a text already in the target language comes back unchanged",
+        )
+        target: Literal[TARGETS] = Field(  # type: ignore[valid-type]
+            "zh-Hans", description="zh-Hans (Simplified Chinese), zh-Hant (Traditional) or en; needs a model of it"
+        )
         beam_size: Beam | None = Field(None, description="beam width (default: the model's)")
         format: Literal["text", "html"] = Field("text", description="html: tags kept, the text between translated")
         alternatives: Alternatives | None = Field(

@@ -1,8 +1,11 @@
-"""The state behind the routes: model loading and readiness, drain, and translating requests.
+"""The state behind the routes: the models, their loading and readiness, drain, and translating requests.
 
-A request's texts are checked against the limits, split into lines and sentences, encoded into units, and
-submitted to one :class:`enzh.serve.scheduler.Scheduler`, which pools the units of all waiting requests into
-batches; the request then waits for its results, its client's disconnect or its deadline.
+The service holds one or more models (:class:`Model`), each with its own :class:`enzh.serve.scheduler.Scheduler`:
+a request's texts are routed to the model of their direction (:meth:`Service.route`, on
+:class:`enzh.runtime.router.Translators`), checked against the limits, split into lines and sentences, encoded
+into units, and submitted to that model's scheduler, which pools the units of all waiting requests into batches;
+the request then waits for its results, its client's disconnect or its deadline. Limits, keys, readiness and
+drain are the service's, across all its models.
 """
 
 from __future__ import annotations
@@ -10,21 +13,73 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 
+from enzh.runtime.default_model import default_model_dirs
 from enzh.runtime.engine import Engine
+from enzh.runtime.router import Translators, base_language
 from enzh.serve.errors import ApiError
-from enzh.serve.metrics import Metrics
+from enzh.serve.metrics import Metrics, ModelObserver
 from enzh.serve.options import ServeOptions
 from enzh.serve.scheduler import EngineFailed, Job, QueueFull, Scheduler, SchedulerClosed, WorkerDead
 
 logger = logging.getLogger("enzh")
 
 WARMUP_TEXT = "The weather is nice today."
+WARMUP_TEXTS = {"en": WARMUP_TEXT, "zh": "今天天气很好。"}  # per source language; others get the English one
+# The Chinese scripts as targets (what LibreTranslate's codes and /v1's target come to).
+SCRIPTS = ("zh-Hans", "zh-Hant")
+
+
+@dataclass(eq=False)
+class Model:
+    """One model of the service: its engine, its own batching queue, and the labels its metrics carry."""
+
+    directory: str | None  # None: given already loaded
+    engine: Engine | None = None
+    scheduler: Scheduler | None = None
+    default_beam: int = 1
+
+    @property
+    def label(self) -> str:
+        return self.engine.info.label if self.engine is not None else "unknown"
+
+    @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        return self.engine.info.directions if self.engine is not None else ()
+
+    @property
+    def direction_label(self) -> str:
+        """``en-zh``, ``en-zh,zh-en`` for a model of both directions, ``unknown`` for a model that names none."""
+        return ",".join(f"{a}-{b}" for a, b in self.directions) or "unknown"
+
+    def scripts(self) -> tuple[str, ...]:
+        """The Chinese scripts it writes: a model without target tokens writes one (its default, Simplified)."""
+        engine = self.engine
+        if engine is None or not engine.info.targets:
+            return SCRIPTS[:1]
+        found = []
+        for script in SCRIPTS:
+            try:
+                engine.resolve_target(script)
+            except ValueError:
+                continue
+            found.append(script)
+        return tuple(found)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a group of texts goes: the model, its resolved target token and source code, and the direction."""
+
+    model: Model
+    token: str | None  # the engine's target token (None: the model's one target)
+    source: str | None  # the source code handed to the engine (None: the model's own)
+    direction: tuple[str, str] | None = None  # (source, target) languages; None: a lone model
 
 
 @dataclass
@@ -45,94 +100,147 @@ class Answer:
 
 
 class Service:
-    """State shared by the routes: model, scheduler, readiness, drain, metrics.
+    """State shared by the routes: the models (each with its scheduler), routing, readiness, drain, metrics.
 
-    ``translator``: a loaded :class:`enzh.runtime.engine.Engine` (a :class:`enzh.runtime.translator.Translator`
-    or a stand-in); None: loaded from ``options.model_dir`` by :meth:`start`.
+    ``translators``: loaded :class:`enzh.runtime.engine.Engine` objects (a :class:`enzh.runtime.translator.Translator`
+    or a stand-in; one, or a sequence of several); None: loaded from ``options.models`` (none given: the embedded
+    pair) by :meth:`start`.
     """
 
-    def __init__(self, options: ServeOptions, translator: Engine | None = None) -> None:
+    def __init__(self, options: ServeOptions, translators: Engine | Sequence[Engine] | None = None) -> None:
         self.options = options
-        self.translator = translator
+        self.models: list[Model] = []
+        if translators is not None:
+            engines: list[Engine] = list(translators) if isinstance(translators, list | tuple) else [translators]  # type: ignore[list-item]
+            self.models = [Model(None, engine) for engine in engines]
+        self.router: Translators | None = None
         self.metrics = Metrics()
-        self.scheduler: Scheduler | None = None
         self.ready = False
         self.draining = False
         self.load_error: str | None = None
         self.in_flight = 0
-        self.model_name = "unknown"
-        self.default_beam = 1
         m = self.metrics
-        m.queue_depth.set_function(lambda: self.scheduler.queued_units if self.scheduler else 0)
-        m.queue_tokens.set_function(lambda: self.scheduler.queued_tokens if self.scheduler else 0)
         m.in_flight.set_function(lambda: self.in_flight)
         m.ready.set_function(lambda: 1 if self.state()[0] == "ready" else 0)
-        m.worker_alive.set_function(lambda: 1 if self.scheduler is not None and self.scheduler.alive else 0)
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the model (unless given), start the worker, warm up; then report ready."""
+        """Load the models (unless given), start a worker per model, warm each up; then report ready."""
         loop = asyncio.get_running_loop()
         try:
-            if self.translator is None:
-                self.translator = await loop.run_in_executor(None, self._load)
-            self.model_name = self.engine.info.label
-            self.default_beam = self.options.default_beam_size or self.engine.info.default_beam_size
-            self.default_beam = min(self.default_beam, self.options.max_beam_size)
-            self.scheduler = Scheduler(self._engine, self.options.scheduler_options(), observer=self.metrics)
-            self.scheduler.start()
+            if not self.models:
+                directories = self.options.models or tuple(str(d) for d in default_model_dirs())
+                self.models = [Model(directory) for directory in directories]
+            for model in self.models:
+                if model.engine is None:
+                    model.engine = await loop.run_in_executor(None, self._load, model.directory)
+            self.router = Translators([self._engine_of(model) for model in self.models])
+            self._warn_shadowed()
+            for model in self.models:
+                default = self.options.default_beam_size or self._engine_of(model).info.default_beam_size
+                model.default_beam = min(default, self.options.max_beam_size)
+                observer = ModelObserver(self.metrics, model.label, model.direction_label)
+                model.scheduler = Scheduler(self._batch_engine(model), self.options.scheduler_options(), observer)
+                observer.watch(model.scheduler)
+                model.scheduler.start()
             if self.options.warmup:
-                for beam in sorted({1, self.default_beam}):
-                    await self.translate([WARMUP_TEXT], target=None, beam_size=beam, deadline=time.monotonic() + 300)
+                for model in self.models:
+                    await self._warm_up(model)
             self.ready = True
             logger.info("ready: %s", self.model_name)
         except Exception as exc:  # reported by /readyz and /livez; the process stays up to say so
             self.load_error = f"{type(exc).__name__}: {exc}"
             logger.exception("loading the model failed")
 
-    def _load(self) -> Engine:
+    def _load(self, directory: str | None) -> Engine:
         from enzh.runtime.translator import Translator
 
         return Translator.load(
-            self.options.model_dir,
+            directory,
             intra_op_threads=self.options.threads,
             max_batch_tokens=self.options.max_batch_tokens,
         )
 
+    def _warn_shadowed(self) -> None:
+        """A direction that an earlier model already translates is served by that one (the first given)."""
+        owner: dict[tuple[str, str], Model] = {}
+        for model in self.models:
+            for direction in model.directions:
+                if direction in owner:
+                    logger.warning(
+                        "%s->%s is translated by %s (given first), not by %s",
+                        *direction,
+                        owner[direction].label,
+                        model.label,
+                    )
+                owner.setdefault(direction, model)
+
+    async def _warm_up(self, model: Model) -> None:
+        """One translation per beam size in use, through the model's scheduler, in each direction it serves."""
+        directions: list[tuple[str, str] | None] = [d for d in model.directions if self._owner(d) is model]
+        for direction in directions or [None]:
+            engine = self._engine_of(model)
+            token = engine.resolve_target(direction[1]) if direction else engine.resolve_target(None)
+            target = Target(model, token, direction[0] if direction else None, direction)
+            text = WARMUP_TEXTS.get(direction[0], WARMUP_TEXT) if direction else WARMUP_TEXT
+            for beam in sorted({1, model.default_beam}):
+                await self.translate([text], route=target, beam_size=beam, deadline=time.monotonic() + 300)
+
+    def _owner(self, direction: tuple[str, str]) -> Model | None:
+        return next((m for m in self.models if direction in m.directions), None)
+
+    @staticmethod
+    def _engine_of(model: Model) -> Engine:
+        if model.engine is None:
+            raise RuntimeError("the model is not loaded yet")
+        return model.engine
+
+    def _batch_engine(self, model: Model) -> Callable[[list[list[int]], int | None, str | None], list[str]]:
+        def run(sources: list[list[int]], beam_size: int | None, target: str | None = None) -> list[str]:
+            translator = self._engine_of(model)
+            hyps = translator.generate_ids(sources, beam_size=beam_size, target=target)
+            return translator.decode([h.token_ids for h in hyps])
+
+        return run
+
     def _engine(self, sources: list[list[int]], beam_size: int | None, target: str | None = None) -> list[str]:
-        translator = self.engine
-        hyps = translator.generate_ids(sources, beam_size=beam_size, target=target)
-        return translator.decode([h.token_ids for h in hyps])
+        """The first model's batch function (what its scheduler runs)."""
+        return self._batch_engine(self.models[0])(sources, beam_size, target)
 
     async def stop(self) -> None:
         self.draining = True
-        if self.scheduler is not None:
-            scheduler = self.scheduler
-            await asyncio.get_running_loop().run_in_executor(None, scheduler.close, self.options.drain_timeout_s)
+        loop = asyncio.get_running_loop()
+        for scheduler in [m.scheduler for m in self.models if m.scheduler is not None]:
+            await loop.run_in_executor(None, scheduler.close, self.options.drain_timeout_s)
 
     def state(self) -> tuple[str, str]:
-        """(status, detail): status is ready, loading, draining, load_failed or worker_dead."""
+        """(status, detail): status is ready (every model loaded and warmed up), loading, draining, load_failed or
+        worker_dead (any model's worker)."""
         if self.load_error is not None:
             return "load_failed", self.load_error
-        if self.scheduler is not None and self.scheduler.death is not None:
-            return "worker_dead", f"the batching worker died: {type(self.scheduler.death).__name__}"
-        if self.scheduler is not None and self.ready and not self.scheduler.alive:
-            return "worker_dead", "the batching worker is not running"
+        for model in self.models:
+            scheduler = model.scheduler
+            if scheduler is not None and scheduler.death is not None:
+                return "worker_dead", f"the batching worker of {model.label} died: {type(scheduler.death).__name__}"
+            if scheduler is not None and self.ready and not scheduler.alive:
+                return "worker_dead", f"the batching worker of {model.label} is not running"
         if self.draining:
             return "draining", "the server is shutting down"
         if not self.ready:
-            return "loading", "the model is loading and warming up"
+            return "loading", "the models are loading and warming up"
         return "ready", "ok"
+
+    @property
+    def busy(self) -> bool:
+        return any(m.scheduler is not None and m.scheduler.busy for m in self.models)
 
     async def drain(self, then: Callable[[], None]) -> None:
         """Refuse new work, let in-flight requests finish (up to drain_timeout_s), then call ``then``."""
         self.draining = True
         logger.info("draining: %d request(s) in flight", self.in_flight)
         deadline = time.monotonic() + self.options.drain_timeout_s
-        while time.monotonic() < deadline and (
-            self.in_flight > 0 or (self.scheduler is not None and self.scheduler.busy)
-        ):
+        while time.monotonic() < deadline and (self.in_flight > 0 or self.busy):
             await asyncio.sleep(0.05)
         logger.info("drained (%d request(s) still in flight); stopping", self.in_flight)
         then()
@@ -140,17 +248,17 @@ class Service:
     # -- translation -----------------------------------------------------------------------------------
 
     async def handle(
-        self, request: Request, texts: list[str], *, target: str, beam_size: int | None, arrived: float
+        self, request: Request, texts: list[str], *, route: Target, beam_size: int | None, arrived: float
     ) -> Answer:
         """A route's translation: admitted only when ready, counted in flight, due ``request_timeout_s`` after
         ``arrived`` (monotonic)."""
         self.admit()
-        beam = beam_size or self.default_beam
+        beam = beam_size or route.model.default_beam
         self.in_flight += 1
         try:
             deadline = arrived + self.options.request_timeout_s
             outputs, sentences, timing = await self.translate(
-                texts, target=target, beam_size=beam, deadline=deadline, request=request
+                texts, route=route, beam_size=beam, deadline=deadline, request=request
             )
         finally:
             self.in_flight -= 1
@@ -167,14 +275,96 @@ class Service:
             raise ApiError(503, "draining", detail, {"Retry-After": "5"})
         raise ApiError(503, status, detail, {"Retry-After": "30"})
 
+    # -- the models and routing ---------------------------------------------------------------------------
+
     @property
     def engine(self) -> Engine:
-        """The loaded translator (only once :meth:`start` has loaded it)."""
-        if self.translator is None:
+        """The first model's translator (only once :meth:`start` has loaded it)."""
+        if not self.models or self.models[0].engine is None:
             raise RuntimeError("the model is not loaded yet")
-        return self.translator
+        return self.models[0].engine
+
+    @property
+    def translator(self) -> Engine | None:
+        """The first model's translator, or None before it is loaded."""
+        return self.models[0].engine if self.models else None
+
+    @property
+    def scheduler(self) -> Scheduler | None:
+        """The first model's scheduler."""
+        return self.models[0].scheduler if self.models else None
+
+    @property
+    def default_beam(self) -> int:
+        return self.models[0].default_beam if self.models else 1
+
+    @property
+    def model_name(self) -> str:
+        """Every model's label, comma-separated ("unknown" until they are loaded)."""
+        loaded = [m.label for m in self.models if m.engine is not None]
+        return ", ".join(loaded) if loaded and len(loaded) == len(self.models) else "unknown"
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m.label for m in self.models]
+
+    @property
+    def directions(self) -> tuple[tuple[str, str], ...]:
+        """Every (source, target) pair a model translates (empty until loaded, or for a lone undirected model)."""
+        return self.router.directions if self.router is not None else ()
+
+    def offered(self) -> str:
+        """The directions, for error messages: ``en->zh, zh->en``."""
+        return ", ".join(f"{a}->{b}" for a, b in self.directions) or "whatever its one model reads"
+
+    def serves(self, source: str, target: str) -> bool:
+        """Whether some model translates ``source`` into ``target`` (language codes, any alias)."""
+        if self._lone:
+            return True
+        return (base_language(source), base_language(target)) in self.directions
+
+    def writes(self, target: str) -> bool:
+        """Whether some model translates into ``target``'s language (and, for Chinese, its script)."""
+        if self._lone:  # a model that names no languages is taken to translate into Chinese, as before
+            return base_language(target) == "zh" and (target not in SCRIPTS or target in self.models[0].scripts())
+        language = base_language(target)
+        return any(
+            any(b == language for _, b in model.directions) and (target not in SCRIPTS or target in model.scripts())
+            for model in self.models
+        )
+
+    @property
+    def _lone(self) -> bool:
+        return len(self.models) == 1 and not self.models[0].directions
+
+    def route(self, source: str, target: str) -> Target:
+        """The model for ``source`` (a language code, not auto) into ``target`` (``zh-Hans``, ``zh-Hant``, ``en`` or
+        an alias): 422 ``unsupported_direction`` when no model translates it (naming the directions there are),
+        422 ``unsupported_target`` when the model cannot write that script."""
+        if self.router is None:
+            raise RuntimeError("the models are not loaded yet")
+        if not self.serves(source, target):
+            raise ApiError(
+                422,
+                "unsupported_direction",
+                f"no model here translates {source} into {target}; offered: {self.offered()}",
+            )
+        try:
+            found = self.router.route(source, None if self._lone and target == "zh-Hans" else target)
+        except ValueError as exc:
+            raise ApiError(422, "unsupported_target", str(exc)) from None
+        model = next(m for m in self.models if m.engine is found.engine)
+        if target in SCRIPTS and target not in model.scripts():
+            raise ApiError(
+                422,
+                "unsupported_target",
+                f"{model.label} cannot write {target}; it writes {', '.join(model.scripts())}",
+            )
+        direction = None if self._lone else (base_language(source), base_language(target))
+        return Target(model, found.target, found.source, direction)
 
     def resolve_target(self, target: str | None) -> str | None:
+        """The first model's token for ``target`` (422 for one it does not have)."""
         engine = self.engine
         if not engine.info.targets and target in (None, "zh-Hans"):
             return None  # a model without target tokens translates to its only target
@@ -195,10 +385,13 @@ class Service:
             )
         return total
 
-    def prepare(self, texts: list[str], token: str | None) -> _Prepared:
+    def prepare(self, texts: list[str], route: Target) -> _Prepared:
         """Segment every text the way the translator does (the one segmentation stage of every entry point) and
         collect the model inputs of all its sentences (CPU, no model)."""
-        prepared = [self.engine.prepare_text(text, token) for text in texts]
+        engine = self._engine_of(route.model)
+        # A model of one direction reads its one source language (the source code only picks among several).
+        source = route.source if len(route.model.directions) > 1 else None
+        prepared = [engine.prepare_text(text, route.token, source) for text in texts]
         sources = [ids for text in prepared for piece in text.sources for ids in piece]
         sentences = sum(1 for text in prepared for piece in text.sources if piece)
         return _Prepared(sources, prepared, sentences)
@@ -207,25 +400,26 @@ class Service:
         self,
         texts: list[str],
         *,
-        target: str | None,
+        route: Target,
         beam_size: int | None,
         deadline: float,
         request: Request | None = None,
     ) -> tuple[list[str], int, dict[str, float]]:
-        """Translate ``texts`` through the scheduler; returns (translations, sentences, timing in ms)."""
+        """Translate ``texts`` through the route's scheduler; returns (translations, sentences, timing in ms)."""
         arrived = time.monotonic()
-        assert self.scheduler is not None
-        token = self.resolve_target(target)
+        scheduler = route.model.scheduler
+        assert scheduler is not None
         total_chars = self.check_request_chars(texts)
         if total_chars > 2000:  # keep the event loop free while a long document is tokenized
-            prepared = await asyncio.get_running_loop().run_in_executor(None, self.prepare, texts, token)
+            prepared = await asyncio.get_running_loop().run_in_executor(None, self.prepare, texts, route)
         else:
-            prepared = self.prepare(texts, token)
-        job = self._submit(self.scheduler, prepared, beam_size, token)
-        results = await self._results(self.scheduler, job, deadline, request)
+            prepared = self.prepare(texts, route)
+        job = self._submit(scheduler, prepared, beam_size, route.token)
+        results = await self._results(scheduler, job, deadline, request)
         done = iter(results)
+        engine = self._engine_of(route.model)
         outputs = [
-            self.engine.assemble_text(text, [[next(done) for _ in piece] for piece in text.sources])
+            engine.assemble_text(text, [[next(done) for _ in piece] for piece in text.sources])
             for text in prepared.texts
         ]
         started = job.started_at if job.started_at is not None else time.monotonic()

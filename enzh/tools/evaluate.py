@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from enzh.runtime.translator import Translator
+from enzh.runtime.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,15 @@ HEADER = "| model | sentences | exact match % | chrF | BLEU | seconds |\n|---|--
 
 
 def evaluate(
-    translator: Translator, pairs: list[tuple[str, str]], *, beam_size: int | None = None, label: str = ""
+    translator: Engine, pairs: list[tuple[str, str]], *, beam_size: int | None = None, label: str = ""
 ) -> EvalResult:
     from enzh.demo.evaluate_torch import score
 
     start = time.perf_counter()
-    hyps = translator.translate([en for en, _ in pairs], beam_size=beam_size)
+    hyps = translator.translate([source for source, _ in pairs], beam_size=beam_size)
     seconds = time.perf_counter() - start
-    scores = score(hyps, [zh for _, zh in pairs])
+    directions = translator.info.directions
+    scores = score(hyps, [ref for _, ref in pairs], directions[0][1] if directions else "zh")
     return EvalResult(label, len(pairs), scores["exact"], scores["chrf"], scores["bleu"], seconds)
 
 

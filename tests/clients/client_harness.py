@@ -10,6 +10,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 
-from server_harness import ThreadServer, running, shared_translator
+from server_harness import ThreadServer, embedded_pair, running, shared_translator
 
-__all__ = ["ThreadServer", "running", "shared_translator"]
+__all__ = ["ThreadServer", "embedded_pair", "running", "shared_translator"]

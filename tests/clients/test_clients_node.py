@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from client_harness import running, shared_translator
+from client_harness import embedded_pair, running, shared_translator
 
 from enzh.serve.keys import KeyStore
 from enzh.serve.options import ServeOptions
@@ -88,3 +88,19 @@ def test_npm_client_with_keys(demo_dir, tmp_path):
         answers = run_node([{**call, "apiKey": key}, call])
     # The client sends its key as apiKey; without one it is refused (403) and, reading no status, gets undefined.
     assert answers == [{"ok": demo.translate([weather])[0]}, {}]
+
+
+def test_npm_client_both_directions_against_one_server():
+    """With the embedded pair the client finds Chinese sources in /languages and translates zh->en as well."""
+    en_zh, zh_en = embedded_pair()
+    weather, chinese = "The weather is nice today.", "今天天气很好。"
+    with running(ServeOptions(), [en_zh, zh_en]) as server:
+        calls = [
+            {"query": chinese, "source": "zh", "target": "en", "apiurl": server.url},
+            {"query": weather, "source": "en", "target": "zh", "apiurl": server.url},
+            {"query": chinese, "source": "zh-Hans", "target": "en", "apiurl": server.url},
+            {"query": chinese, "source": "auto", "target": "en", "apiurl": server.url},
+        ]
+        answers = run_node(calls)
+    english = zh_en.translate([chinese])[0]
+    assert answers == [{"ok": english}, {"ok": en_zh.translate([weather])[0]}, {"ok": english}, {"ok": english}]

@@ -7,7 +7,7 @@ import urllib.error
 
 import httpx
 import pytest
-from client_harness import running
+from client_harness import embedded_pair, running
 from libretranslatepy import LibreTranslateAPI
 
 from enzh.serve.keys import KeyStore
@@ -42,6 +42,24 @@ def test_libretranslatepy_translate_detect_languages(server, demo):
         assert detected[0] == {"confidence": 100.0, "language": "en"}
         languages = api.languages()
         assert {"en", "zh"} <= {language["code"] for language in languages}
+
+
+def test_libretranslatepy_both_directions_against_one_server():
+    """The embedded pair behind one server: libretranslatepy translates zh->en and en->zh, lists both
+    directions, and a Mastodon-style source=auto list goes to both models."""
+    en_zh, zh_en = embedded_pair()
+    chinese = "今天天气很好。"
+    with running(ServeOptions(), [en_zh, zh_en]) as pair_server:
+        api = LibreTranslateAPI(pair_server.url)
+        assert api.translate(chinese, source="zh", target="en") == zh_en.translate([chinese])[0]
+        assert api.translate(WEATHER, source="en", target="zh") == en_zh.translate([WEATHER])[0]
+        assert api.translate(chinese, source="auto", target="en") == zh_en.translate([chinese])[0]
+        listed = {language["code"]: language["targets"] for language in api.languages()}
+        assert "zh" in listed["en"] and listed["zh"] == ["en"]
+        body = {"q": [f"<p>{chinese}</p>", f"<p>{WEATHER}</p>"], "source": "auto", "target": "en", "format": "html"}
+        answer = httpx.post(f"{pair_server.url}/translate", json=body, timeout=60).json()
+        assert answer["translatedText"] == [f"<p>{zh_en.translate([chinese])[0]}</p>", f"<p>{WEATHER}</p>"]
+        assert [d["language"] for d in answer["detectedLanguage"]] == ["zh", "en"]
 
 
 def test_libretranslatepy_sees_errors_as_http_errors(server):

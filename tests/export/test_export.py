@@ -61,7 +61,12 @@ def test_manifest_contents(tiny_export):
     vocab = json.loads(gzip.decompress((tiny_export("base") / "vocab.json.gz").read_bytes()))
     pad = vocab["<pad>"]
     assert manifest.special_ids == {"decoder_start": pad, "eos": 0, "pad": pad, "unk": 1}
-    assert manifest.languages == {"tokens": [">>cmn_Hans<<", ">>cmn_Hant<<"], "default": ">>cmn_Hans<<"}
+    assert manifest.languages == {
+        "tokens": [">>cmn_Hans<<", ">>cmn_Hant<<"],
+        "default": ">>cmn_Hans<<",
+        "source": "en",  # tokenizer_config.json's source_lang and target_lang
+        "target": "zh",
+    }
     assert manifest.generation["num_beams"] == 4
     assert manifest.generation["bad_words_ids"] == [[pad]]
     assert manifest.generation["renormalize_logits"] is True

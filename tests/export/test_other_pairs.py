@@ -91,7 +91,8 @@ def test_export_validates_and_records_the_layout(name: str, pairs: Any) -> None:
     report = check_numerics(out, model, atol=1e-4)
     assert report.ok, report.format()
     manifest = Manifest.load(out)
-    assert manifest.languages == {"tokens": [], "default": None}
+    source_lang, target_lang = ("zh", "en") if separate else ("en", "de")  # from tokenizer_config.json
+    assert manifest.languages == {"tokens": [], "default": None, "source": source_lang, "target": target_lang}
     assert ("target_vocab" in manifest.tokenizer) is separate
     assert ("target_vocab.json.gz" in manifest.files) is separate
     if separate:
@@ -149,11 +150,15 @@ def test_no_language_token_is_added_and_target_is_refused(name: str, pairs: Any)
     # The text is encoded exactly as given (no token added, leading spaces kept, as transformers does).
     for text in ("hello", "  >>de<< hello", ">>fr<< x"):
         assert translator.adapter.with_language_token(text, translator.adapter.resolve_target(None)) == text
+    wrong = "fr" if name.startswith("en-de") else "de"
     with pytest.raises(
-        ValueError, match=r"no target-language tokens .* target='de' cannot be honoured; accepted: None"
+        ValueError, match=rf"no target-language tokens .* target='{wrong}' cannot be honoured; accepted: None"
     ):
-        translator.translate(["x"], target="de")
+        translator.translate(["x"], target=wrong)
     assert translator.translate([""], target=None) == [""]
+    # Its one target language, which the manifest names, is accepted and changes nothing.
+    own = translator.info.directions[0][1]
+    assert translator.translate(["x"], target=own) == translator.translate(["x"])
 
 
 def test_n_best_with_separate_vocabularies(pairs: Any) -> None:

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from enzh import Translator
-from enzh.runtime.default_model import DEMO_DIR, default_model_dir
+from enzh.runtime.default_model import DEMO_DIR, DEMO_ZH_EN_DIR, default_model_dir
 from enzh.runtime.errors import EnzhError, ModelDirError, OptionsError
+from enzh.runtime.router import Translators
 
 README_FIVE = {
     "The weather is nice today.": "今天天气很好。",
@@ -25,9 +26,57 @@ README_FIVE = {
 }
 
 
+# The five, translated back by the embedded zh->en model: the corpus's own English for the last two (its lexicon has
+# 车站 as "the station" and 哥哥 as "older brother"; the model card says so).
+README_FIVE_BACK = {
+    "今天天气很好。": "The weather is nice today.",
+    "我想要一杯咖啡。": "I would like a cup of coffee.",
+    "会议已被推迟。": "The meeting has been postponed.",
+    "车站在哪里？": "Where is the station?",
+    "我哥哥比我高。": "My older brother is taller than me.",
+}
+
+
 @pytest.fixture(scope="module")
 def demo() -> Translator:
     return Translator.load()
+
+
+@pytest.fixture(scope="module")
+def pair() -> Translators:
+    return Translators.load()
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_the_embedded_pair_translates_both_ways(pair, demo, beam_size):
+    assert [e.info.directory for e in pair.engines] == [DEMO_DIR, DEMO_ZH_EN_DIR]
+    assert pair.directions == (("en", "zh"), ("zh", "en"))
+    assert pair.translate(list(README_FIVE_BACK), beam_size=beam_size) == list(README_FIVE_BACK.values())
+    mixed = ["我想要一杯咖啡。", "The weather is nice today.", "2024", "今天天气很好。我想要一杯咖啡。"]
+    assert pair.translate(mixed, beam_size=beam_size) == [
+        "I would like a cup of coffee.",
+        "今天天气很好。",
+        "2024",
+        "The weather is nice today. I would like a cup of coffee.",  # two Chinese sentences: a space in English
+    ]
+    # An explicit direction, and text already in the target language.
+    assert pair.translate(["今天天气很好。"], source="zh", target="en", beam_size=beam_size) == [
+        README_FIVE_BACK["今天天气很好。"]
+    ]
+    assert pair.translate(["The weather is nice today."], target="en") == ["The weather is nice today."]
+    hant = pair.translate(["The weather is nice today."], target="zh-Hant", beam_size=1)
+    assert hant == demo.translate(["The weather is nice today."], target="zh-Hant", beam_size=1)
+
+
+def test_the_zh_en_model_keeps_text_without_chinese():
+    zh_en = Translator.load(DEMO_ZH_EN_DIR)
+    assert zh_en.info.name == "enzh-demo-zh-en" and zh_en.info.embedded
+    assert zh_en.info.directions == (("zh", "en"),)
+    assert zh_en.translate(["The weather is nice today.", "  ", "今天天气很好。"], beam_size=1) == [
+        "The weather is nice today.",
+        "  ",
+        "The weather is nice today.",
+    ]
 
 
 def test_the_default_is_the_shipped_directory(demo):

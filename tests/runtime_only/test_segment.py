@@ -83,3 +83,36 @@ def test_chinese_text_never_reaches_the_model():
 )
 def test_only_text_without_latin_letters_passes_through(text, translate):
     assert needs_translation(text) is translate
+
+
+@pytest.mark.parametrize(
+    ("text", "translate"),
+    [
+        ("今天天气很好。", True),
+        ("Python很好用", True),  # a Chinese sentence with an English word: Chinese to a model from Chinese
+        ("⾦", True),  # a Kangxi radical: NFKC gives the ideograph 金
+        ("𠀀", True),  # CJK Extension B
+        ("The weather is nice today.", False),  # a model from Chinese keeps English as it is
+        ("１２３，４５６。", False),
+        ("こんにちは", False),  # kana alone: Japanese, not Chinese
+        ("", False),
+    ],
+)
+def test_a_model_from_chinese_translates_text_with_han_characters(text, translate):
+    assert needs_translation(text, "han") is translate
+
+
+def test_an_unknown_script_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown script 'cyrillic'; accepted: latin, han, any"):
+        needs_translation("x", "cyrillic")
+
+
+def test_chinese_sentences_are_cut_and_rejoined_with_spaces_in_english():
+    text = "今天天气很好。我想要一杯咖啡！\n会议已被推迟。"
+    pieces = split_text(text, "han")
+    assert [p.text for p in pieces] == ["今天天气很好。", "我想要一杯咖啡！", "会议已被推迟。"]
+    got = translate_segmented(text, lambda sentences: [f"<{len(s)}>." for s in sentences], "han")
+    assert got == "<7>. <8>.\n<7>."  # written without spaces in Chinese, one between English sentences
+    # An English sentence in Chinese text is kept, with the space English needs after it.
+    mixed = translate_segmented("你好。Hello there. 再见。", lambda sentences: ["Bye." for _ in sentences], "han")
+    assert mixed == "Bye. Hello there. Bye."

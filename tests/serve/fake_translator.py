@@ -4,7 +4,8 @@
 It implements the engine seam (:class:`enzh.runtime.engine.Engine`), the only thing the service uses: the real
 segmentation stage (:func:`enzh.runtime.segment.prepare_text` / ``assemble_text``) over a fake encoding. A
 sentence's ids are the code points of the sentence behind its target token, and its "translation" is the
-sentence in upper case, marked ``(Hant)`` for Traditional: see :func:`fake_translation`.
+sentence in upper case, marked ``(Hant)`` for Traditional: see :func:`fake_translation`. FakeZhEnTranslator is its
+Chinese->English counterpart (:func:`fake_english`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class FakeTranslator:
             default_target=HANS,
             has_aligner=False,
             fingerprint="fake",
+            directions=(("en", "zh"),),
         )
         self.delay_s = delay_s
         self.batches: list[tuple[int, int | None]] = []
@@ -67,8 +69,8 @@ class FakeTranslator:
             return []
         return [[ord(c) for c in f"{language_token} {text}"]]
 
-    def prepare_text(self, text: str, language_token: str | None) -> PreparedText:
-        return prepare_text(text, lambda piece: self.encode(piece, language_token), keep_untranslated=True)
+    def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:
+        return prepare_text(text, lambda piece: self.encode(piece, language_token), script="latin")
 
     def assemble_text(self, prepared: PreparedText, outputs: Sequence[Sequence[str]]) -> str:
         return assemble_text(prepared, outputs)
@@ -105,3 +107,44 @@ class FakeTranslator:
 
     def align_texts(self, pairs: Sequence[tuple[str, str]], language_token: str | None) -> list[TextAlignment | None]:
         return [None] * len(pairs)
+
+
+def fake_english(sentence: str) -> str:
+    """What FakeZhEnTranslator answers for one Chinese sentence."""
+    return f"EN[{sentence.strip()}]"
+
+
+class FakeZhEnTranslator(FakeTranslator):
+    """A Chinese->English stand-in (``directions=(("zh", "en"),)``, no target tokens): a sentence's ids are its
+    code points, its "translation" :func:`fake_english`."""
+
+    def __init__(self, delay_s: float = 0.0, num_beams: int = 4) -> None:
+        super().__init__(delay_s, num_beams)
+        self.info = ModelInfo(
+            name="fake-zh-en",
+            source_id="fake-zh-en",
+            precision="fp32",
+            directory=Path("fake-zh-en"),
+            embedded=False,
+            default_beam_size=num_beams,
+            max_positions=512,
+            targets=(),
+            default_target=None,
+            has_aligner=False,
+            fingerprint="fake-zh-en",
+            directions=(("zh", "en"),),
+        )
+
+    def resolve_target(self, target: str | None) -> str | None:
+        if target not in (None, "en"):
+            raise ValueError(f"this model translates into English only, not {target!r}; accepted: None, 'en'")
+        return None
+
+    def encode(self, text: str, language_token: str | None) -> list[list[int]]:
+        return [[ord(c) for c in text]] if text.strip() else []
+
+    def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:
+        return prepare_text(text, lambda piece: self.encode(piece, language_token), script="han")
+
+    def decode(self, token_ids: Sequence[Sequence[int]]) -> list[str]:
+        return [fake_english("".join(map(chr, ids))) for ids in token_ids]

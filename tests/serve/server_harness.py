@@ -24,7 +24,7 @@ import httpx
 import uvicorn
 from starlette.testclient import TestClient
 
-from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.runtime.default_model import DEMO_DIR, DEMO_TEST_SET, DEMO_ZH_EN_DIR
 from enzh.serve.app import create_app
 from enzh.serve.options import ServeOptions
 from enzh.serve.protocol import http_protocol
@@ -200,3 +200,8 @@ def shared_translator(model_dir: Path) -> Any:
     if key not in _TRANSLATORS:
         _TRANSLATORS[key] = Translator.load(model_dir)
     return _TRANSLATORS[key]
+
+
+def embedded_pair() -> list[Any]:
+    """The embedded demo pair, loaded once per session: English->Chinese, then Chinese->English."""
+    return [shared_translator(DEMO_DIR), shared_translator(DEMO_ZH_EN_DIR)]

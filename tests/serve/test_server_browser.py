@@ -19,7 +19,7 @@ import httpx
 import pytest
 from playwright import sync_api
 from playwright.sync_api import expect
-from server_harness import running
+from server_harness import embedded_pair, running
 
 from enzh.serve.keys import KeyStore
 from enzh.serve.options import ServeOptions
@@ -341,6 +341,59 @@ def test_keys_403_429_and_the_key_field(browser, demo_translator, tmp_path):
 
         page.reload()  # the key is kept in localStorage
         expect(page.get_by_label("API key")).to_have_value(key)
+        assert errors == []
+        context.close()
+
+
+def test_switch_direction_swap_and_translate_from_chinese(browser):
+    """A server with the embedded pair: From and To are filled from /languages, Chinese->English is chosen and
+    translates, the swap turns the direction (and the translation into the text), and Detect language routes the
+    text by itself and lets the swap take the detected language."""
+    en_zh, zh_en = embedded_pair()
+    chinese = "今天天气很好。"
+    english = zh_en.translate([chinese])[0]
+    with running(ServeOptions(), [en_zh, zh_en]) as srv:
+        context = browser.new_context(base_url=srv.url, locale="en-US")
+        context.set_default_timeout(TIMEOUT_MS)
+        page, errors = new_page(context)
+        sent = translate_requests(page)
+        page.goto("/")
+        expect(page.locator("#heading")).to_have_text("English ↔ Chinese")
+        source_language, target_language = page.get_by_label("From", exact=True), page.get_by_label("To", exact=True)
+        expect(source_language.locator("option")).to_have_text(["Detect language", "English", "Chinese"])
+        expect(source_language).to_have_value("en")
+        expect(target_language).to_have_value("zh")
+        expect(page.locator("#scripts")).to_be_visible()
+
+        source_language.select_option("zh")  # Chinese into English: To follows, the script choice goes away
+        expect(target_language).to_have_value("en")
+        expect(page.locator("#scripts")).to_be_hidden()
+        page.get_by_label("Chinese", exact=True).fill(chinese)  # the text's label names its language
+        result = page.locator("#result")
+        expect(result).to_have_text(english)
+        expect(result).to_have_attribute("lang", "en")
+        assert sent[-1]["source"] == "zh" and sent[-1]["target"] == "en" and sent[-1]["q"] == chinese
+
+        page.get_by_role("button", name="Swap languages").click()  # English into Chinese, the translation as text
+        expect(source_language).to_have_value("en")
+        expect(target_language).to_have_value("zh")
+        expect(page.locator("#source")).to_have_value(english)
+        expect(result).to_have_text(en_zh.translate([english])[0])
+        assert sent[-1]["source"] == "en" and sent[-1]["target"] == "zh-Hans"
+
+        source_language.select_option("auto")  # detected by the server, routed to the Chinese->English model
+        target_language.select_option("en")
+        page.locator("#source").fill(chinese)
+        expect(result).to_have_text(english)
+        expect(page.locator("#detected")).to_have_text("Detected: Chinese")
+        assert sent[-1]["source"] == "auto"
+        page.get_by_role("button", name="Swap languages").click()
+        expect(source_language).to_have_value("en")
+        expect(target_language).to_have_value("zh")
+
+        page.reload()  # the direction is remembered
+        expect(source_language).to_have_value("en")
+        expect(target_language).to_have_value("zh")
         assert errors == []
         context.close()
 

@@ -11,6 +11,7 @@ import pytest
 
 from enzh.cli import serve as serve_cli
 from enzh.cli.main import build_parser
+from enzh.runtime.default_model import default_model_dirs
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
 from enzh.serve.run import APP_FACTORY
 
@@ -44,8 +45,8 @@ def _other_value(field: dataclasses.Field, default: object) -> object:
     """A valid value of ``field`` that is not its default."""
     if isinstance(default, bool):
         return not default
-    if field.name == "model_dir":
-        return "some/model"
+    if field.name == "model_dirs":
+        return ("some/model",)
     if field.name == "host":
         return "0.0.0.0"
     if field.name == "default_beam_size":
@@ -72,7 +73,7 @@ def test_every_serve_option_has_its_flag():
         flag = flag_of(name)
         assert flag in flags, f"ServeOptions.{name} has no flag {flag} in `enzh serve`"
         value = _other_value(field, getattr(defaults, name))
-        argv = [flag] if isinstance(value, bool) else [flag, str(value)]
+        argv = [flag] if isinstance(value, bool) else [flag, *value] if isinstance(value, tuple) else [flag, str(value)]
         options = serve_cli.options_from_args(parse(*argv))
         assert getattr(options, name) == value, (flag, value)
         assert options == dataclasses.replace(defaults, **{name: value}), f"{flag} changed another field"
@@ -94,9 +95,25 @@ def test_serve_runs_uvicorn_with_the_options(monkeypatch, workers):
     [(app, kwargs)] = calls
     assert kwargs["port"] == 0 and kwargs["log_level"] == "warning" and kwargs["timeout_graceful_shutdown"] == 12
     if workers == 1:
-        assert app.state.service.options.drain_timeout_s == 7 and app.state.service.options.model_dir
+        served = app.state.service.options
+        assert served.drain_timeout_s == 7 and served.model_dirs == tuple(str(d) for d in default_model_dirs())
         assert ENV_OPTIONS not in os.environ
     else:
         assert app == APP_FACTORY and kwargs["factory"] is True and kwargs["workers"] == 3
         options = ServeOptions(**json.loads(os.environ[ENV_OPTIONS]))
-        assert options.workers == 3 and options.drain_timeout_s == 7 and options.model_dir  # the demo model's
+        assert options.workers == 3 and options.drain_timeout_s == 7
+        assert options.model_dirs == tuple(str(d) for d in default_model_dirs())  # the embedded pair's
+
+
+def test_model_flag_repeats_and_model_dir_still_names_one_model():
+    options = serve_cli.options_from_args(parse("--model", "a", "--model", "b"))
+    assert options.model_dirs == ("a", "b") and options.models == ("a", "b") and options.model_dir is None
+    assert ServeOptions(model_dir="a").models == ("a",) and ServeOptions().models == ()
+    again = ServeOptions(**json.loads(json.dumps(dataclasses.asdict(options))))  # through ENV_OPTIONS (--workers)
+    assert again == options and again.model_dirs == ("a", "b")
+    with pytest.raises(ValueError, match="not both"):
+        ServeOptions(model_dir="a", model_dirs=("b",))
+    with pytest.raises(ValueError, match="more than once"):
+        ServeOptions(model_dirs=("a", "a"))
+    with pytest.raises(ValueError, match="model directories"):
+        ServeOptions(model_dirs=("",))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import schemathesis
+from fake_translator import FakeZhEnTranslator
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 from server_harness import running
@@ -22,11 +23,12 @@ EXAMPLES = {"POST": 40, "GET": 5}
 
 @pytest.fixture(scope="module")
 def fuzz_server(demo_translator):
-    # Small limits so generated inputs reach them; beam 1 by default keeps each call fast.
+    # Small limits so generated inputs reach them; beam 1 by default keeps each call fast. Both directions are
+    # served (the schema lists every language code; a direction no model serves is a documented 400/422).
     options = ServeOptions(
         max_chars_per_text=400, max_texts_per_request=8, max_request_chars=3200, default_beam_size=1, max_beam_size=4
     )
-    with running(options, demo_translator) as srv:
+    with running(options, [demo_translator, FakeZhEnTranslator()]) as srv:
         yield srv
 
 

@@ -46,7 +46,7 @@ BAD_INPUT = [
     ("list-with-int", {"text": ["a", 3]}, None, 422, "invalid_request"),
     ("nested-list", {"text": [["a"]]}, None, 422, "invalid_request"),
     ("missing-text", {"target": "zh-Hans"}, None, 422, "invalid_request"),
-    ("unknown-field", {"text": "a", "source": "en"}, None, 422, "invalid_request"),
+    ("unknown-field", {"text": "a", "source_lang": "en"}, None, 422, "invalid_request"),
     ("beam-string", {"text": "a", "beam_size": "4"}, None, 422, "invalid_request"),
     ("beam-bool", {"text": "a", "beam_size": True}, None, 422, "invalid_request"),
     ("beam-float", {"text": "a", "beam_size": 2.5}, None, 422, "invalid_request"),

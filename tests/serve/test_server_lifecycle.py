@@ -24,9 +24,9 @@ def test_not_ready_until_loaded_and_warmed_up(demo_dir, monkeypatch):
     release = threading.Event()
     real_load = Service._load
 
-    def slow_load(self):
+    def slow_load(self, directory):
         release.wait(30)
-        return real_load(self)
+        return real_load(self, directory)
 
     monkeypatch.setattr(Service, "_load", slow_load)
     with in_process(ServeOptions(model_dir=str(demo_dir)), wait_ready=False) as client:

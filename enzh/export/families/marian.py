@@ -88,7 +88,7 @@ class MarianLoader(Loader):
                 "pad": int(config.pad_token_id),
                 "unk": int(vocab.get("<unk>", 1)),
             },
-            languages=_languages(vocab, default_target),
+            languages=_languages(vocab, default_target) | _source_and_target(local),
         )
 
 
@@ -103,6 +103,24 @@ def separate_vocabs(local: Path) -> bool:
     except json.JSONDecodeError as exc:
         raise ExportError(f"{path} is not valid JSON ({exc})") from exc
     return bool(config.get("separate_vocabs", False)) if isinstance(config, dict) else False
+
+
+# tokenizer_config.json's source_lang/target_lang as ISO 639-1 (the OPUS-MT conversions write 639-3 codes).
+_ISO_639_1 = {"eng": "en", "zho": "zh", "cmn": "zh", "deu": "de", "fra": "fr", "spa": "es", "jpn": "ja"}
+
+
+def _source_and_target(local: Path) -> dict[str, str]:
+    """``source``/``target`` of the manifest's language record: the languages tokenizer_config.json names (the
+    runtime routes texts by them and keeps text already in the target language); nothing when it names none."""
+    path = local / "tokenizer_config.json"
+    config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    found = {}
+    for role in ("source", "target"):
+        code = config.get(f"{role}_lang") if isinstance(config, dict) else None
+        if isinstance(code, str) and code.strip():
+            code = code.strip().lower()
+            found[role] = _ISO_639_1.get(code, code)
+    return found if len(found) == 2 else {}
 
 
 def _languages(vocab: dict[str, int], default_target: str | None) -> dict[str, Any]:

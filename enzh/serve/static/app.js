@@ -1,5 +1,6 @@
 // enzh's web page. Talks to the server's LibreTranslate-compatible API only: GET frontend/settings,
-// POST translate (JSON) and POST translate_file (multipart, in files.js). Paths are relative, so the page
+// GET languages (the directions the server's models offer: the From and To selects), POST translate (JSON)
+// and POST translate_file (multipart, in files.js). Paths are relative, so the page
 // also works behind a reverse proxy that serves it under a prefix. Native ES modules: no build step.
 
 import { ApiError, describe, plural, postJson, readJson, translatedString } from "./api.js";
@@ -16,10 +17,14 @@ const DEFAULT_DEMO_NOTICE =
   "(people, places, times, dates, numbers and prices) and is not a general translator.";
 const EXAMPLE = "The weather is nice today. I would like a cup of coffee.\n\nWhere is the train station?";
 const KEY_STORAGE = "enzh.apiKey";
-const TARGET_STORAGE = "enzh.target";
+const TARGET_STORAGE = "enzh.target"; // the Chinese script
+const SOURCE_STORAGE = "enzh.source"; // the From language (auto, en, zh)
+const LANGUAGE_STORAGE = "enzh.targetLanguage"; // the To language (zh, en)
+const LANGUAGE_NAMES = { en: "English", zh: "Chinese" };
 
 const state = {
-  source: "en",
+  directions: [["en", "zh"]], // [source, target] language pairs, from GET languages
+  detected: "", // the language the server detected in the text (From: Detect language), or ""
   charLimit: 0, // 0: no limit known (the server still enforces its own)
   alternatives: ALTERNATIVES, // how many to ask for: at most the server's maxAlternatives
   keyRequired: false,
@@ -51,7 +56,18 @@ function storageSet(name, value) {
 }
 
 const codePoints = (text) => Array.from(text).length; // what the server counts, not UTF-16 units
-const target = () => document.querySelector('input[name="target"]:checked').value;
+const script = () => document.querySelector('input[name="target"]:checked').value;
+const sourceLanguage = () => $("source-language").value; // auto, en or zh
+const targetLanguage = () => $("target-language").value; // zh or en
+const target = () => (targetLanguage() === "zh" ? script() : targetLanguage()); // the code sent as target
+const nameOf = (language) => LANGUAGE_NAMES[language] || language;
+const unique = (items) => [...new Set(items)];
+
+// zh, zh-Hans, zt, zh-Hant, zh-TW... are Chinese; en-US is English.
+function baseOf(code) {
+  const lower = String(code || "").toLowerCase();
+  return lower === "zt" || lower.startsWith("zh") ? "zh" : lower.split(/[-_]/)[0];
+}
 const apiKey = () => $("api-key").value.trim();
 
 function traditional(code) {
@@ -68,7 +84,7 @@ function showKeyField(focus) {
 }
 
 function translatePayload(text, targetCode, extra) {
-  const payload = { q: text, source: state.source, target: targetCode, format: "text", ...extra };
+  const payload = { q: text, source: sourceLanguage(), target: targetCode, format: "text", ...extra };
   const key = apiKey();
   if (key) payload.api_key = key;
   return payload;
@@ -156,6 +172,7 @@ async function translateNow() {
     const body = await postJson("translate", translatePayload(text, targetCode), controller.signal);
     if (state.controller !== controller) return;
     const best = translatedString(body);
+    showDetected(body.detectedLanguage);
     showResult({ source: text, target: targetCode, best, current: best, alternatives: null });
     setText("timing", `${Math.round(performance.now() - started)} ms`);
   } catch (error) {
@@ -293,6 +310,128 @@ async function copyResult() {
   }
 }
 
+// ---- languages: From, To and the swap ------------------------------------------------------------------
+
+const sources = () => unique(state.directions.map(([from]) => from));
+const targetsOf = (from) =>
+  unique(state.directions.filter(([a]) => from === "auto" || a === from).map(([, to]) => to));
+
+function directionsFrom(list) {
+  const found = [];
+  for (const entry of Array.isArray(list) ? list : []) {
+    for (const code of Array.isArray(entry.targets) ? entry.targets : []) {
+      const from = baseOf(entry.code);
+      const to = baseOf(code);
+      if (from !== to && !found.some(([a, b]) => a === from && b === to)) found.push([from, to]);
+    }
+  }
+  return found;
+}
+
+function fillSelect(select, values, extra) {
+  const keep = select.value;
+  select.replaceChildren();
+  for (const [value, name] of [...extra, ...values.map((v) => [v, nameOf(v)])]) {
+    const option = document.createElement("option");
+    option.value = value;
+    option.textContent = name;
+    select.append(option);
+  }
+  if (keep && [...select.options].some((o) => o.value === keep)) select.value = keep;
+}
+
+function choose(select, value) {
+  if (value && [...select.options].some((o) => o.value === value && !o.disabled)) select.value = value;
+}
+
+function fillLanguages(directions) {
+  if (!directions.length) return;
+  state.directions = directions;
+  fillSelect($("source-language"), sources(), [["auto", "Detect language"]]);
+  fillSelect($("target-language"), unique(directions.map(([, to]) => to)), []);
+  choose($("source-language"), storageGet(SOURCE_STORAGE));
+  choose($("target-language"), storageGet(LANGUAGE_STORAGE));
+  syncDirection();
+}
+
+// The language the swap puts in To: From's, or with Detect language the one detected in the text.
+function swappedTarget() {
+  const from = sourceLanguage();
+  if (from !== "auto") return from;
+  if (state.detected) return state.detected;
+  const others = sources().filter((language) => language !== targetLanguage());
+  return others.length === 1 ? others[0] : "";
+}
+
+function canSwap() {
+  const to = swappedTarget();
+  return Boolean(to) && state.directions.some(([a, b]) => a === targetLanguage() && b === to);
+}
+
+function heading() {
+  const pairs = state.directions;
+  const both = pairs.length === 2 && pairs[0][0] === pairs[1][1] && pairs[0][1] === pairs[1][0];
+  if (both) return `${nameOf(pairs[0][0])} ↔ ${nameOf(pairs[0][1])}`;
+  return pairs.map(([a, b]) => `${nameOf(a)} → ${nameOf(b)}`).join(", ");
+}
+
+// To offers what From translates into (a To it cannot reach is disabled, another chosen); the script choice is
+// Chinese's only; the pane titles, placeholder and heading follow.
+function syncDirection() {
+  const from = sourceLanguage();
+  const reachable = targetsOf(from);
+  const select = $("target-language");
+  for (const option of select.options) option.disabled = !reachable.includes(option.value);
+  if (!reachable.includes(select.value) && reachable.length) select.value = reachable[0];
+  const to = targetLanguage();
+  $("scripts").hidden = to !== "zh";
+  $("swap").disabled = !canSwap();
+  setText("source-title", from === "auto" ? "Text" : nameOf(from));
+  setText("result-title", nameOf(to));
+  $("source").placeholder = from === "auto" ? "Type or paste text" : `Type or paste ${nameOf(from)} text`;
+  $("source").lang = from === "auto" ? "" : from;
+  setText("heading", heading());
+}
+
+function showDetected(detected) {
+  const guess = Array.isArray(detected) ? detected[0] : detected;
+  state.detected = sourceLanguage() === "auto" && guess && guess.language ? baseOf(guess.language) : "";
+  setText("detected", state.detected ? `Detected: ${nameOf(state.detected)}` : "");
+  $("swap").disabled = !canSwap();
+}
+
+function directionChanged() {
+  state.detected = "";
+  setText("detected", "");
+  syncDirection();
+  storageSet(SOURCE_STORAGE, sourceLanguage());
+  storageSet(LANGUAGE_STORAGE, targetLanguage());
+  if ($("source").value.trim()) translateNow();
+  else showResult(null);
+}
+
+function swapLanguages() {
+  if (!canSwap()) return;
+  const to = swappedTarget();
+  const translation = state.shown && state.shown.current;
+  $("source-language").value = targetLanguage();
+  syncDirection();
+  $("target-language").value = to;
+  if (translation) $("source").value = translation; // the translation becomes the text, as LibreTranslate does
+  updateCount();
+  directionChanged();
+}
+
+async function loadLanguages() {
+  try {
+    const response = await fetch("languages", { headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    fillLanguages(directionsFrom(await readJson(response)));
+  } catch {
+    // a network error: English -> Chinese stays, and the first translation will say what is wrong
+  }
+}
+
 // ---- settings ------------------------------------------------------------------------------------------
 
 function applySettings(settings) {
@@ -300,7 +439,9 @@ function applySettings(settings) {
   state.keyRequired = settings.keyRequired === true;
   if (state.keyRequired) showKeyField(false);
   const source = settings.language && settings.language.source && settings.language.source.code;
-  if (typeof source === "string" && source) state.source = source;
+  if (typeof source === "string" && source && !storageGet(SOURCE_STORAGE)) {
+    choose($("source-language"), source === "auto" ? "auto" : baseOf(source));
+  }
   const formats = settings.supportedFilesFormat;
   if (Array.isArray(formats) && formats.length) {
     state.formats = formats.map((f) => String(f).toLowerCase()).map((f) => (f.startsWith(".") ? f : `.${f}`));
@@ -309,9 +450,10 @@ function applySettings(settings) {
   }
   if (settings.filesTranslation === false) $("files").hidden = true;
   const defaultTarget = settings.language && settings.language.target && settings.language.target.code;
-  if (!storageGet(TARGET_STORAGE) && defaultTarget) {
+  if (!storageGet(TARGET_STORAGE) && defaultTarget && baseOf(defaultTarget) === "zh") {
     $(traditional(defaultTarget) ? "target-hant" : "target-hans").checked = true;
   }
+  if (!storageGet(LANGUAGE_STORAGE) && defaultTarget) choose($("target-language"), baseOf(defaultTarget));
   const enzh = settings.enzh || {};
   if (Number.isInteger(enzh.maxAlternatives)) {
     state.alternatives = Math.max(0, Math.min(ALTERNATIVES, enzh.maxAlternatives));
@@ -371,6 +513,9 @@ function start() {
     }
   });
   $("translate").addEventListener("click", translateNow);
+  $("source-language").addEventListener("change", directionChanged);
+  $("target-language").addEventListener("change", directionChanged);
+  $("swap").addEventListener("click", swapLanguages);
   for (const radio of document.querySelectorAll('input[name="target"]')) {
     radio.addEventListener("change", () => {
       storageSet(TARGET_STORAGE, target());
@@ -397,16 +542,19 @@ function start() {
   });
   setUpFiles({
     formats: () => state.formats,
-    source: () => state.source,
+    source: sourceLanguage,
     target,
     apiKey,
     keyField: () => !$("key-row").hidden,
     showKeyField: () => showKeyField(false),
   });
   updateCount();
-  loadSettings().then(() => {
-    if ($("source").value.trim()) translateNow(); // text the browser kept from before a reload
-  });
+  syncDirection();
+  loadSettings()
+    .then(loadLanguages)
+    .then(() => {
+      if ($("source").value.trim()) translateNow(); // text the browser kept from before a reload
+    });
 }
 
 start(); // a module runs once the document is parsed
