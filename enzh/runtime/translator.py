@@ -156,6 +156,8 @@ class Translator:
         (:meth:`resolve_target`), ``source``: the resolved source (:meth:`resolve_source`; None for Marian)."""
         # The caller's code ("zh", "zh-Hant") as the family's own (zho_Hans); Marian's one source is None.
         source = self.adapter.resolve_source(source) if source is not None else None
+        # The caller's code ("zh", "zh-Hant") as the family's own (zho_Hans); Marian's one source is None.
+        source = self.adapter.resolve_source(source) if source is not None else None
         script = self.adapter.source_script(source, language_token)
         return prepare_text(text, lambda piece: self._encode_parts(piece, language_token, source), script=script)
 

@@ -4,7 +4,9 @@
     python -m enzh.tools.server_bench --url http://127.0.0.1:8000 --clients 16    # an already running server
 
 Each client sends one request, waits for the answer, and sends the next (closed loop). Requests hold 1 to 4
-sentences from the demo model's held-out set. Reports throughput (requests and sentences per second), latency
+sentences from the demo model's held-out set; with ``--mix both``, half of them are Chinese (the zh->en demo's
+held-out sentences, sent with ``"target": "en"``), so the server routes requests of both directions at once.
+Reports throughput (requests and sentences per second), latency
 percentiles, errors, and the ratio of the p99 under load to the median latency of a single request on an idle
 server. Timings are reported, never asserted.
 """
@@ -26,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.runtime.default_model import DEMO_TEST_SET, DEMO_ZH_EN_DIR
 from enzh.tools.stats import percentile
 
 
@@ -70,40 +72,59 @@ HEADER = (
 )
 
 
-def workload(seed: int = 0) -> list[tuple[str, int]]:
-    """Requests of 1 to 4 held-out sentences: (text, sentence count)."""
-    lines = DEMO_TEST_SET.read_text(encoding="utf-8").splitlines()
-    english = [line.split("\t")[0] for line in lines]
+MIXES = ("en", "both")  # English requests only; English and Chinese requests, half each
+
+
+@dataclass(frozen=True)
+class Request:
+    text: str
+    sentences: int
+    target: str | None  # None: the server's default (Chinese)
+
+
+def workload(seed: int = 0, mix: str = "en") -> list[Request]:
+    """Requests of 1 to 4 held-out sentences (``mix`` "both": each one English or Chinese at random)."""
+
+    def sources(path: Path) -> list[str]:
+        return [line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    english = sources(DEMO_TEST_SET)
+    chinese = sources(DEMO_ZH_EN_DIR / "test.tsv") if mix == "both" else []
     rng = random.Random(seed)
     out = []
     for _ in range(500):
         k = rng.randint(1, 4)
-        out.append((" ".join(rng.sample(english, k)), k))
+        if chinese and rng.random() < 0.5:
+            out.append(Request("".join(rng.sample(chinese, k)), k, "en"))
+        else:
+            out.append(Request(" ".join(rng.sample(english, k)), k, None))
     return out
 
 
-async def _single(url: str, requests: list[tuple[str, int]], beam: int | None, n: int) -> list[float]:
+async def _single(url: str, requests: list[Request], beam: int | None, n: int) -> list[float]:
     import httpx
 
     latencies = []
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-        for text, _ in requests[:n]:
+        for request in requests[:n]:
             start = time.perf_counter()
-            response = await client.post("/v1/translate", json=_payload(text, beam))
+            response = await client.post("/v1/translate", json=_payload(request, beam))
             response.raise_for_status()
             latencies.append((time.perf_counter() - start) * 1000)
     return latencies
 
 
-def _payload(text: str, beam: int | None) -> dict[str, Any]:
-    payload: dict[str, Any] = {"text": text}
+def _payload(request: Request, beam: int | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"text": request.text}
+    if request.target is not None:
+        payload["target"] = request.target
     if beam is not None:
         payload["beam_size"] = beam
     return payload
 
 
 async def _load(
-    url: str, requests: list[tuple[str, int]], beam: int | None, clients: int, seconds: float
+    url: str, requests: list[Request], beam: int | None, clients: int, seconds: float
 ) -> tuple[list[float], int, dict[str, int], float]:
     import httpx
 
@@ -117,18 +138,18 @@ async def _load(
         nonlocal sentences
         position = index * 37
         while time.perf_counter() < stop_at:
-            text, count = requests[position % len(requests)]
+            request = requests[position % len(requests)]
             position += 1
             start = time.perf_counter()
             try:
-                response = await client.post("/v1/translate", json=_payload(text, beam))
+                response = await client.post("/v1/translate", json=_payload(request, beam))
                 status = str(response.status_code)
             except httpx.HTTPError as exc:
                 status = type(exc).__name__
             statuses[status] = statuses.get(status, 0) + 1
             if status == "200":
                 latencies.append((time.perf_counter() - start) * 1000)
-                sentences += count
+                sentences += request.sentences
             elif status == "429":
                 await asyncio.sleep(0.05)
 
@@ -138,15 +159,17 @@ async def _load(
     return latencies, sentences, statuses, time.perf_counter() - started
 
 
-def single_latencies(url: str, beam: int | None, n: int = 30) -> list[float]:
+def single_latencies(url: str, beam: int | None, n: int = 30, mix: str = "en") -> list[float]:
     """Latencies of ``n`` requests sent one after another to an otherwise idle server (after a warm-up)."""
-    requests = workload()
+    requests = workload(mix=mix)
     asyncio.run(_single(url, requests, beam, 5))
     return asyncio.run(_single(url, requests, beam, n))
 
 
-def measure(url: str, mode: str, clients: int, seconds: float, beam: int | None, single: list[float]) -> Result:
-    latencies, sentences, statuses, elapsed = asyncio.run(_load(url, workload(), beam, clients, seconds))
+def measure(
+    url: str, mode: str, clients: int, seconds: float, beam: int | None, single: list[float], mix: str = "en"
+) -> Result:
+    latencies, sentences, statuses, elapsed = asyncio.run(_load(url, workload(mix=mix), beam, clients, seconds))
     return Result(
         mode=mode,
         clients=clients,
@@ -216,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--beam-size", type=int, help="beam width sent with every request (default: the server's)")
     parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime threads of the started servers")
+    parser.add_argument(
+        "--mix",
+        choices=MIXES,
+        default="en",
+        help="en: English requests (default); both: half English, half Chinese (needs a server with both directions)",
+    )
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
 
@@ -223,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
 
     def run_all(url: str, mode: str) -> None:
-        single = single_latencies(url, args.beam_size)
+        single = single_latencies(url, args.beam_size, mix=args.mix)
         for clients in counts:
-            results.append(measure(url, mode, clients, args.seconds, args.beam_size, single))
+            results.append(measure(url, mode, clients, args.seconds, args.beam_size, single, args.mix))
             print(f"{mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
 
     if args.url:

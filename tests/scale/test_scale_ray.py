@@ -56,6 +56,23 @@ def test_corpus_on_ray_writes_the_in_process_bytes(tmp_path, ray_cluster, transl
     assert not output.with_name(output.name + ".enzh-shards").exists()
 
 
+def test_a_chinese_corpus_goes_to_the_zh_en_model_on_ray(tmp_path, ray_cluster):
+    """The CLI tells the file's language, and the workers load the zh->en model it picked: the in-process bytes."""
+    from enzh.cli.main import main
+    from enzh.runtime.default_model import DEMO_ZH_EN_DIR
+
+    lines = [
+        zh for zh, _ in (line.split("\t") for line in (DEMO_ZH_EN_DIR / "test.tsv").read_text("utf-8").splitlines())
+    ]
+    source = tmp_path / "zh.txt"
+    source.write_text("\n".join(lines[:120]) + "\n", encoding="utf-8")
+    zh_en = Translator.load(DEMO_ZH_EN_DIR, intra_op_threads=1)
+    expected = "".join(f"{t}\n" for t in zh_en.translate(lines[:120], beam_size=1))
+    args = ["translate-file", str(source), str(tmp_path / "en.txt"), "--beam-size", "1", "--ray", "local"]
+    assert main([*args, "--workers", "2", "--shard-size", "40"]) == 0
+    assert (tmp_path / "en.txt").read_text(encoding="utf-8") == expected
+
+
 def test_a_killed_worker_loses_nothing(tmp_path, ray_cluster, translator):
     source = WRITERS["jsonl"](tmp_path / "in.jsonl", demo_lines(300))
     expected = in_process(source, tmp_path / "ref.jsonl", translator, beam_size=1)

@@ -4,8 +4,9 @@ over a mixed list, HTML, alternatives and files, each answer equal to its model'
 
 from __future__ import annotations
 
+import httpx
 import pytest
-from server_harness import embedded_pair, in_process, metric_value
+from server_harness import embedded_pair, in_process, metric_value, running
 
 from enzh.serve.options import ServeOptions
 
@@ -94,3 +95,19 @@ def test_the_server_loads_the_embedded_pair_by_default(pair):
         assert loaded.get("/readyz").json()["models"] == ["enzh-demo (fp32)", "enzh-demo-zh-en (fp32)"]
         answer = loaded.post("/translate", json={"q": WEATHER_ZH, "source": "auto", "target": "en"}).json()
         assert answer["translatedText"] == pair[1].translate([WEATHER_ZH])[0]
+
+
+def test_the_load_benchmark_sends_both_directions(pair):
+    """``server_bench --mix both``: English and Chinese requests against one server, every one answered, and each
+    Chinese request comes back in English."""
+    from enzh.tools.server_bench import measure, single_latencies, workload
+
+    requests = workload(mix="both")
+    chinese = [r for r in requests if r.target == "en"]
+    assert 150 < len(chinese) < 350 and all(not r.text.isascii() for r in chinese)
+    with running(ServeOptions(), pair) as server:
+        answer = httpx.post(f"{server.url}/v1/translate", json={"text": chinese[0].text, "target": "en"}).json()
+        assert answer["translations"][0].isascii()
+        single = single_latencies(server.url, 1, n=3, mix="both")
+        result = measure(server.url, "dynamic batching", 4, 1.0, 1, single, "both")
+        assert result.requests > 0 and result.errors == 0
