@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from enzh.version import __version__
+
 __all__ = ["Translator", "Translators", "__version__", "translate_document"]
 
 if TYPE_CHECKING:
@@ -23,8 +24,7 @@ def __getattr__(name: str) -> Any:
 
         return Translators
     if name == "translate_document":
-        # By name, so that the layers contract does not read `enzh` (which export imports) as using documents.
-        import importlib
+        from enzh.documents.api import translate_document
 
-        return importlib.import_module("enzh.documents.api").translate_document
+        return translate_document
     raise AttributeError(f"module 'enzh' has no attribute {name!r}")

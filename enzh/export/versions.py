@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-from enzh import __version__
+from enzh.version import __version__
 
 EXPORT_PACKAGES = ("torch", "transformers", "onnx", "onnxruntime")
 

@@ -6,7 +6,7 @@ highest p(t|s) = c(s, t) / c(s) among those positively associated with it (p(t|s
 sentences holding t: pieces that only come along because they are everywhere are left to the frequent list),
 ties broken by the smaller id. The ``frequent`` pieces most frequent in the targets are kept for every batch
 (and left out of the per-source entries, which would repeat them). The runtime side is
-:mod:`enzh.runtime.lexical`; docs/shortlist.md measures the choices.
+:mod:`enzh.runtime.candidates`; docs/shortlist.md measures the choices.
 
 ``source_shortlist`` may also name a table file (``LexicalTable.to_bytes``, e.g. the ``shortlist.bin`` of
 another variant): it is then used as it is. With ``source_shortlist_corpus="english"`` it holds English sentences
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from enzh.quantize.settings import QuantizeSettings
+from enzh.runtime.candidates import MAGIC, LexicalTable
 from enzh.runtime.errors import QuantizeError
-from enzh.runtime.lexical import MAGIC, LexicalTable
 from enzh.runtime.manifest import Manifest
 
 logger = logging.getLogger("enzh")

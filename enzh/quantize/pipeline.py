@@ -57,8 +57,8 @@ from enzh.quantize.rewrite import Rewriter, Rewritten, assemble
 from enzh.quantize.settings import QuantizeSettings
 from enzh.quantize.shortlist import apply_shortlist, apply_source_shortlist, scored_ids
 from enzh.quantize.weights import AliasingWeightStore, SourceWeights, VariantWeights
+from enzh.runtime.candidates import TABLE_FILE, LexicalTable
 from enzh.runtime.errors import QuantizeError
-from enzh.runtime.lexical import TABLE_FILE, LexicalTable
 from enzh.runtime.manifest import Manifest, describe_files
 from enzh.runtime.rows import ROWS_OF_INPUT_IDS
 

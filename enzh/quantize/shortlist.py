@@ -3,7 +3,7 @@
 :func:`corpus_shortlist` picks the pieces most frequent in a target-language corpus; :func:`apply_shortlist`
 slices the quantized projection of a rewritten decoder down to those tokens. :func:`apply_source_shortlist`
 makes the projection read its weight, scales (and bias) and the scored ids as decoder inputs, bound per batch
-by the runtime (:mod:`enzh.runtime.lexical`; the table comes from :mod:`enzh.quantize.lexical`).
+by the runtime (:mod:`enzh.runtime.candidates`; the table comes from :mod:`enzh.quantize.lexical`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from enzh.quantize.rewrite import Rewritten
 from enzh.quantize.weights import AliasingWeightStore
-from enzh.runtime import lexical
+from enzh.runtime import candidates as lexical
 from enzh.runtime.errors import QuantizeError
 from enzh.runtime.manifest import Manifest
 

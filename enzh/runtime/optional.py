@@ -41,12 +41,3 @@ def import_optional(module: str, purpose: str) -> ModuleType:
         extra = EXTRAS.get(top)
         fix = f"pip install 'enzh-onnx[{extra}]'" if extra else f"pip install {top}"
         raise MissingExtraError(f"{purpose} needs {top}, which is not installed: {fix}") from exc
-
-
-def has_module(module: str) -> bool:
-    """True when ``module`` can be imported (without importing it when it is already known missing)."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True

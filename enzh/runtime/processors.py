@@ -133,8 +133,3 @@ def fixed_bans(length: int, settings: DecodingSettings) -> tuple[int, ...] | Non
     if length < settings.min_length:
         banned.append(settings.eos_token_id)
     return tuple(dict.fromkeys(banned))
-
-
-def is_forced_step(length: int, settings: DecodingSettings) -> bool:
-    """The last possible step, where forced_eos leaves only eos (whatever the model says)."""
-    return settings.forced_eos_token_id is not None and length == settings.max_length - 1

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from enzh.runtime.candidates import BIAS_INPUT, Selection, SourceShortlist
 from enzh.runtime.cpu import cpu_features
 from enzh.runtime.decoding import Step
-from enzh.runtime.lexical import BIAS_INPUT, Selection, SourceShortlist
 from enzh.runtime.manifest import Manifest, ModelDirError, map_stored
 from enzh.runtime.options import RuntimeOptions
 from enzh.runtime.rows import ROWS_OF_INPUT_IDS, RowsOnDemand
@@ -188,7 +188,7 @@ class ModelSessions:
         self.shortlist = np.asarray(ids, dtype=np.int64) if ids else None
         self.scored = self.vocab if self.shortlist is None else len(self.shortlist)
         # A variant quantized with a source shortlist scores, per batch, the candidates of its source pieces
-        # (enzh.runtime.lexical): chosen by encode(), bound by the batch's decoder, spread back the same way.
+        # (enzh.runtime.candidates): chosen by encode(), bound by the batch's decoder, spread back the same way.
         self.source_shortlist = (
             SourceShortlist(
                 directory,

@@ -24,7 +24,7 @@ from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOpti
 from enzh.runtime.pieces import Span
 from enzh.runtime.segment import PreparedText, assemble_text, prepare_text, split_sentences
 from enzh.runtime.sessions import ModelSessions
-from enzh.runtime.shards import ShardRunner, shard_sentences
+from enzh.runtime.parallel import ShardRunner, shard_sentences
 from enzh.runtime.tokenizer import tokenizer_for
 
 logger = logging.getLogger("enzh")

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from enzh import __version__
+from enzh.version import __version__
 from enzh.runtime.router import base_language, detect_script
 from enzh.serve.access import add_cors, add_key_checks
 from enzh.serve.errors import STATUS_CODES, ApiError, error_for_path, json_response

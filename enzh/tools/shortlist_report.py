@@ -73,7 +73,7 @@ def _monolingual_variants(fp32: Path, root: Path, pairs: list[tuple[str, str]]) 
 def _measure(label: str, directory: Path, pairs: list[tuple[str, str]], beams: Sequence[int]) -> dict[str, Any]:
     """Scored tokens per batch and, per beam width, exact match, chrF and the translations."""
     from enzh.demo.evaluate_torch import score
-    from enzh.runtime.lexical import Selection
+    from enzh.runtime.candidates import Selection
     from enzh.runtime.translator import Translator
 
     translator = Translator.load(directory)

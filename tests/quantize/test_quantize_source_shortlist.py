@@ -17,8 +17,8 @@ from enzh.cli.main import main as cli_main
 from enzh.quantize.lexical import Tokenized, count_table, lexical_table
 from enzh.quantize.pipeline import quantize
 from enzh.runtime.batching import pad_batch
+from enzh.runtime.candidates import COLUMN_ALIGN, TABLE_FILE, LexicalTable
 from enzh.runtime.errors import QuantizeError
-from enzh.runtime.lexical import COLUMN_ALIGN, TABLE_FILE, LexicalTable
 from enzh.runtime.manifest import Manifest, map_stored
 
 from models import corpus
@@ -257,7 +257,7 @@ def test_table_from_the_models_own_translations(tiny_export, pairs_tsv, tmp_path
 def test_runtime_needs_no_onnx():
     """The runtime side (table, candidates, sessions) imports numpy and onnxruntime only."""
     code = (
-        "import sys, enzh.runtime.lexical, enzh.runtime.sessions\n"
+        "import sys, enzh.runtime.candidates, enzh.runtime.sessions\n"
         "bad = [m for m in ('onnx', 'torch', 'transformers') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

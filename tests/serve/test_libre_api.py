@@ -12,7 +12,7 @@ import pytest
 from fake_translator import FakeTranslator, fake_translation
 from server_harness import in_process
 
-from enzh.serve.files import safe_name
+from enzh.serve.downloads import safe_name
 from enzh.serve.options import ServeOptions
 
 WEATHER = "The weather is nice today."

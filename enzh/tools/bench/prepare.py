@@ -93,7 +93,7 @@ def _source_shortlist_settings(fp32: Path, hf_dir: Path) -> dict[str, Any]:
     trained demo model: docs/shortlist.md."""
     import numpy as np
 
-    from enzh.runtime.lexical import LexicalTable
+    from enzh.runtime.candidates import LexicalTable
     from enzh.runtime.manifest import Manifest
 
     if hf_dir.resolve() == HF_MODEL_DIR.resolve():

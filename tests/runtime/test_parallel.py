@@ -13,7 +13,7 @@ import pytest
 
 from enzh.runtime.errors import OptionsError
 from enzh.runtime.options import SMALL_MODEL_PARAMETERS, RuntimeOptions
-from enzh.runtime.shards import ShardRunner, shard_sentences
+from enzh.runtime.parallel import ShardRunner, shard_sentences
 from enzh.runtime.translator import Translator
 
 
