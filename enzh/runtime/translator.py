@@ -21,10 +21,10 @@ from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, genera
 from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
+from enzh.runtime.parallel import ShardRunner, shard_sentences
 from enzh.runtime.pieces import Span
 from enzh.runtime.segment import PreparedText, assemble_text, prepare_text, split_sentences
 from enzh.runtime.sessions import ModelSessions
-from enzh.runtime.parallel import ShardRunner, shard_sentences
 from enzh.runtime.tokenizer import tokenizer_for
 
 logger = logging.getLogger("enzh")

@@ -28,7 +28,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from enzh.version import __version__
 from enzh.runtime.router import base_language, detect_script
 from enzh.serve.access import add_cors, add_key_checks
 from enzh.serve.errors import STATUS_CODES, ApiError, error_for_path, json_response
@@ -47,6 +46,7 @@ from enzh.serve.schemas import (
 )
 from enzh.serve.service import Service, Target
 from enzh.serve.sigterm import install_sigterm
+from enzh.version import __version__
 
 logger = logging.getLogger("enzh")
 

@@ -36,8 +36,8 @@ from enzh.documents.options import DocumentOptions
 from enzh.runtime.default_model import DEMO_NAME, demo_name
 from enzh.runtime.router import base_language
 from enzh.serve import libre_schemas as schemas
-from enzh.serve.errors import ApiError, LibreError, json_response
 from enzh.serve.downloads import FileStore, safe_name
+from enzh.serve.errors import ApiError, LibreError, json_response
 from enzh.serve.langid import Detector, Guess
 from enzh.serve.libre_request import (
     Fields,
