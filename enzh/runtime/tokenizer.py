@@ -468,11 +468,11 @@ class MarianTokenizer:
 
 def tokenizer_for(directory: str | os.PathLike[str], manifest: Any) -> Any:
     """The tokenizer of an exported model directory: Marian's, or the multilingual family's its manifest names
-    (``tokenizer.kind``: nllb, m2m100, mbart50; :mod:`enzh.runtime.fairseq_tokenizers`)."""
+    (``tokenizer.kind``: nllb, m2m100, mbart50; :mod:`enzh.runtime.fairseq`)."""
     kind = manifest.tokenizer.get("kind", "marian")
     if kind == "marian":
         return MarianTokenizer.from_model_dir(directory, manifest.tokenizer)
-    from enzh.runtime.fairseq_tokenizers import TOKENIZERS
+    from enzh.runtime.fairseq import TOKENIZERS
 
     if kind not in TOKENIZERS:
         raise ValueError(

@@ -1,5 +1,5 @@
 """The tokenizer stage of the multilingual families (M2M100, NLLB-200, mBART-50): which tokenizer a model
-directory holds, the files the runtime reads (:mod:`enzh.runtime.fairseq_tokenizers`), and its languages."""
+directory holds, the files the runtime reads (:mod:`enzh.runtime.fairseq`), and its languages."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def write_tokenizer(
 ) -> TokenizerFiles:
     """Copy the tokenizer files (the large JSON ones gzipped), and read the languages back with the runtime's
     tokenizer: the codes with their ids, the default source and target."""
-    from enzh.runtime.fairseq_tokenizers import TOKENIZERS
+    from enzh.runtime.fairseq import TOKENIZERS
 
     kind = tokenizer_kind(local, kinds)
     record: dict[str, str] = {"kind": kind}

@@ -1,4 +1,4 @@
-"""enzh.runtime.fairseq_tokenizers (NLLB-200, M2M100, mBART-50) vs transformers 5.23 on tiny, locally trained
+"""enzh.runtime.fairseq (NLLB-200, M2M100, mBART-50) vs transformers 5.23 on tiny, locally trained
 tokenizers (enzh.tools.models.write_*_tokenizer: no hub access).
 
 Every text of a wide set (whitespace, punctuation, digits, Simplified and Traditional Chinese, emoji, combining
@@ -23,7 +23,7 @@ import sentencepiece as spm
 
 transformers = pytest.importorskip("transformers")
 
-from enzh.runtime.fairseq_tokenizers import (  # noqa: E402
+from enzh.runtime.fairseq import (  # noqa: E402
     M2M100_LANGUAGE_CODES,
     MBART50_LANGUAGE_CODES,
     NLLB_LANGUAGE_CODES,
@@ -31,8 +31,8 @@ from enzh.runtime.fairseq_tokenizers import (  # noqa: E402
     M2M100Tokenizer,
     MBart50Tokenizer,
     NllbTokenizer,
-    _Charsmap,
 )
+from enzh.runtime.fairseq.normalizer import _Charsmap  # noqa: E402
 from enzh.tools.models import (  # noqa: E402
     HANT,
     SPM_FILE,
@@ -120,7 +120,7 @@ CASES: dict[str, tuple[type, Callable[..., int], dict[str, Any], list[tuple[str,
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("fairseq_tokenizers")
+    root = tmp_path_factory.mktemp("fairseq")
     out = {}
     for name, (_, builder, kwargs, _) in CASES.items():
         builder(root / name, seed=3, **kwargs)
