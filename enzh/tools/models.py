@@ -1,10 +1,14 @@
-"""Random-weight Marian models in opus-mt layout, seeded: tiny ones for the tests, and opus-mt-en-zh's shape.
+"""Random-weight models, seeded: tiny Marian ones in opus-mt layout for the tests, opus-mt-en-zh's shape, tiny
+multilingual ones (NLLB, M2M100, mBART-50) and nllb-200-distilled-600M's shape.
 
 * :func:`build_tiny_marian`: a few-layer model with a freshly trained tiny SentencePiece tokenizer pair
   (the tests' models; ``MarianConfig`` overrides make the variants).
 * :func:`build_shaped_model`: opus-mt-en-zh's exact config (6+6 layers, d_model 512, 65,001 tokens) with
   seeded random weights, for ``enzh bench`` (demo tokenizers) and the tests and precision report
   (:func:`build_reference_shaped`: config from ``../shared/reference/opus-mt-en-zh``, tiny tokenizers).
+* :func:`build_tiny_multilingual`: the multilingual families' tiny models with their real tokenizer files.
+* :func:`build_nllb_shaped`: nllb-200-distilled-600M's exact config (:data:`NLLB_200_DISTILLED_600M_CONFIG`)
+  with seeded random weights and a tiny NLLB tokenizer, for ``enzh bench --groups nllb`` (never built in CI).
 
 The same seed gives the same weights byte for byte: ``enzh bench`` caches the shaped model by seed and
 docs/benchmarks.md was measured on seed 0. Needs the ``[export]`` extra (torch, transformers).
@@ -432,5 +436,84 @@ def build_tiny_multilingual(
     model.generation_config = transformers.GenerationConfig(
         decoder_start_token_id=2, bos_token_id=0, eos_token_id=2, pad_token_id=1, max_length=200
     )
+    model.save_pretrained(directory)
+    return directory
+
+
+# --------------------------------------------------------------------------------------- NLLB-200-shaped stand-in
+
+# facebook/nllb-200-distilled-600M's config.json (the values that shape the model), as its hub repository and
+# model card publish it; there is no network here, so they are written from that published config and checked
+# against transformers 5.23 (tests/tools/test_nllb_shaped.py pins them). Where each value comes from:
+# * transformers 5.23's M2M100Config defaults (``M2M100Config.__init__``, whose docstring says they "yield a
+#   similar configuration to that of the facebook/m2m100_418M") equal the hub config's for d_model 1024,
+#   encoder/decoder layers 12, attention heads 16, ffn dims 4096, activation "relu", scale_embedding True,
+#   max_position_embeddings 1024, pad 1, bos 0, eos 2 and decoder_start_token_id 2 (the hub config lists each
+#   of them); tie_word_embeddings True is the default the hub config keeps by naming no tie setting: one
+#   256,206 x 1024 matrix for both embeddings and the output projection;
+# * vocab_size 256,206 is the hub config's (the default, 128,112, is m2m100_418M's): the NLLB tokenizer's
+#   256,204 ids (<s> <pad> </s> <unk> at 0-3, the fairseq-offset SentencePiece pieces, the 202 language codes
+#   of transformers' tokenization_nllb FAIRSEQ_LANGUAGE_CODES from 256,001 (eng_Latn 256,047, zho_Hans
+#   256,200), <mask> at 256,203) and two rows no tokenizer id reaches;
+# * encoder/decoder layerdrop 0 as the hub config (training-only; the default is 0.05);
+# * tokenizer_class NllbTokenizer, as the hub config names it.
+NLLB_200_DISTILLED_600M_CONFIG: dict[str, Any] = {
+    "activation_function": "relu",
+    "d_model": 1024,
+    "decoder_attention_heads": 16,
+    "decoder_ffn_dim": 4096,
+    "decoder_layerdrop": 0.0,
+    "decoder_layers": 12,
+    "decoder_start_token_id": 2,
+    "encoder_attention_heads": 16,
+    "encoder_ffn_dim": 4096,
+    "encoder_layerdrop": 0.0,
+    "encoder_layers": 12,
+    "bos_token_id": 0,
+    "eos_token_id": 2,
+    "max_position_embeddings": 1024,
+    "pad_token_id": 1,
+    "scale_embedding": True,
+    "tie_word_embeddings": True,
+    "tokenizer_class": "NllbTokenizer",
+    "vocab_size": 256206,
+}
+# Its generation_config.json: no forced_bos_token_id (the caller passes the target code), no forced eos,
+# max_length 200, greedy by default.
+NLLB_200_GENERATION: dict[str, Any] = {
+    "bos_token_id": 0,
+    "decoder_start_token_id": 2,
+    "eos_token_id": 2,
+    "max_length": 200,
+    "pad_token_id": 1,
+}
+
+
+def nllb_shaped_config(**overrides: Any) -> Any:
+    """``M2M100Config`` of :data:`NLLB_200_DISTILLED_600M_CONFIG`, with ``overrides`` (the tests shrink it)."""
+    from transformers import M2M100Config
+
+    return M2M100Config(**{**NLLB_200_DISTILLED_600M_CONFIG, **overrides})
+
+
+def build_nllb_shaped(directory: Path, *, seed: int = 0, **overrides: Any) -> Path:
+    """An M2M100ForConditionalGeneration with nllb-200-distilled-600M's exact config (615M parameters, 2.5 GB of
+    float32 safetensors) and seeded random weights (transformers' own init after ``torch.manual_seed(seed)``),
+    saved with an NLLB tokenizer: a tiny trained one (:func:`write_nllb_tokenizer`, its codes at the hub's
+    positions after its pieces) whose ~400 ids are the model's first ones; the model's ids beyond it are never
+    produced by the tokenizer (enzh's exporter takes a model vocabulary larger than the tokenizer's, and
+    CTranslate2's M2M100 converter fills the rest of its vocabulary with "madeupword" tokens up to vocab_size).
+    ``overrides`` go to the config (the tests build a small one through the same code)."""
+    import torch
+    from transformers import GenerationConfig, M2M100ForConditionalGeneration
+
+    config = nllb_shaped_config(**overrides)
+    directory.mkdir(parents=True, exist_ok=True)
+    ids = write_nllb_tokenizer(directory, seed=seed)
+    if ids > config.vocab_size:
+        raise ValueError(f"the tokenizer has {ids} ids, more than the model's vocab_size {config.vocab_size}")
+    torch.manual_seed(seed)
+    model = M2M100ForConditionalGeneration(config)
+    model.generation_config = GenerationConfig(**NLLB_200_GENERATION)
     model.save_pretrained(directory)
     return directory

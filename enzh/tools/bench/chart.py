@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from enzh.tools.bench.settings import GROUPS
+from enzh.tools.bench.settings import FIXED_GROUPS, GROUPS
 
 
 def render_chart(report: dict[str, Any], path: Path) -> None:
@@ -36,9 +36,9 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
         ax.set_xticks(range(len(cases)), [c["label"] for c in cases], rotation=15)
         ax.set_yscale("log")
         model = report["models"][group]["name"]
-        unit = "ms per call" if group == "fixed" else f"ms for {cases[0]['sentences']} sentences"
+        unit = "ms per call" if group in FIXED_GROUPS else f"ms for {cases[0]['sentences']} sentences"
         ax.set_ylabel(f"{unit} (log scale)")
-        ax.set_title(f"{group} length, {model} model")
+        ax.set_title(f"{'fixed' if group in FIXED_GROUPS else group} length, {model} model")
         ax.grid(axis="y", which="both", alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=min(len(names), 6), fontsize=8, frameon=False)

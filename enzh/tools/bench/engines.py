@@ -14,7 +14,11 @@ from enzh.tools.bench.settings import ENGINE_BY_ID, Case
 
 
 class Runner:
-    """Loads one engine and generates token sequences for a batch of sources."""
+    """Loads one engine and generates token sequences for a batch of sources.
+
+    ``target``: (code, id) of the target-language code the model generates first (NLLB's
+    ``forced_bos_token_id``), counted in ``new_tokens`` in every engine; None for a Marian model.
+    """
 
     def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
         raise NotImplementedError
@@ -24,29 +28,36 @@ class Runner:
 
 
 class EnzhRunner(Runner):
-    def __init__(self, directory: str, threads: int, **runtime_options: Any) -> None:
+    def __init__(
+        self, directory: str, threads: int, target: tuple[str, int] | None = None, **runtime_options: Any
+    ) -> None:
         from enzh.runtime.translator import Translator
 
         self.translator = Translator.load(directory, intra_op_threads=threads, inter_op_threads=1, **runtime_options)
+        self.target = target
 
     def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
         # min_length counts the decoder start token (HF semantics): N + 1 forbids eos before the N-th token.
-        extra = {"min_length": new_tokens + 1} if fixed else {}
+        extra: dict[str, Any] = {"min_length": new_tokens + 1} if fixed else {}
+        if self.target is not None:  # forced first, as generate()'s forced_bos_token_id: one of the N tokens
+            extra["target"] = self.target[0]
         hyps = self.translator.generate_ids(call, beam_size=beams, max_new_tokens=new_tokens, **extra)
         return [list(h.token_ids) for h in hyps]
 
 
 class TorchRunner(Runner):
-    def __init__(self, directory: str, threads: int) -> None:
+    def __init__(self, directory: str, threads: int, target: tuple[str, int] | None = None) -> None:
         import torch
         import transformers
-        from transformers import MarianMTModel
+        from transformers import AutoModelForSeq2SeqLM
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(1)
         transformers.logging.set_verbosity_error()
         self.torch = torch
-        self.model = MarianMTModel.from_pretrained(directory, dtype=torch.float32).eval()
+        # The class config.json names (MarianMTModel, M2M100ForConditionalGeneration, ...).
+        self.model = AutoModelForSeq2SeqLM.from_pretrained(directory, dtype=torch.float32).eval()
+        self.target = target
         self.pad = int(self.model.config.pad_token_id)
         self.eos = int(self.model.config.eos_token_id)
 
@@ -58,7 +69,9 @@ class TorchRunner(Runner):
         for row, source in enumerate(call):
             ids[row, : len(source)] = torch.tensor(source, dtype=torch.long)
             mask[row, : len(source)] = 1
-        extra = {"min_new_tokens": new_tokens} if fixed else {}
+        extra: dict[str, Any] = {"min_new_tokens": new_tokens} if fixed else {}
+        if self.target is not None:  # the first of the max_new_tokens, as NLLB is run
+            extra["forced_bos_token_id"] = self.target[1]
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=ids,
@@ -83,15 +96,19 @@ class TorchRunner(Runner):
 
 
 class CT2Runner(Runner):
-    def __init__(self, directory: str, threads: int, compute_type: str) -> None:
+    def __init__(self, directory: str, threads: int, compute_type: str, target: tuple[str, int] | None = None) -> None:
         import ctranslate2
 
         self.directory = Path(directory)
+        self.target = target
         self.translator = ctranslate2.Translator(
             directory, device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1
         )
 
     def generate(self, call: Sequence[Any], beams: int, new_tokens: int, fixed: bool) -> list[list[Any]]:
+        # The target code as a one-token target prefix: CTranslate2 counts it in max/min_decoding_length and
+        # returns it as the hypothesis's first token, as enzh and generate() count the forced code.
+        extra: dict[str, Any] = {"target_prefix": [[self.target[0]]] * len(call)} if self.target else {}
         results = self.translator.translate_batch(
             [list(s) for s in call],
             beam_size=beams,
@@ -99,6 +116,7 @@ class CT2Runner(Runner):
             min_decoding_length=new_tokens if fixed else 1,
             return_end_token=True,
             max_input_length=0,
+            **extra,
         )
         return [list(r.hypotheses[0]) for r in results]
 
@@ -115,13 +133,13 @@ def ct2_vocabulary(directory: Path) -> list[str]:
     return text.read_text(encoding="utf-8").splitlines()
 
 
-def make_runner(engine_id: str, directory: str, threads: int) -> Runner:
+def make_runner(engine_id: str, directory: str, threads: int, target: tuple[str, int] | None = None) -> Runner:
     engine = ENGINE_BY_ID[engine_id]
     if engine.kind == "enzh":
-        return EnzhRunner(directory, threads)
+        return EnzhRunner(directory, threads, target)
     if engine.kind == "torch":
-        return TorchRunner(directory, threads)
-    return CT2Runner(directory, threads, engine.precision)
+        return TorchRunner(directory, threads, target)
+    return CT2Runner(directory, threads, engine.precision, target)
 
 
 def job_calls(engine_id: str, case: Case, directory: Path) -> list[list[list[Any]]]:

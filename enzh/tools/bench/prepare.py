@@ -14,9 +14,20 @@ from typing import Any
 
 from enzh.demo import HF_MODEL_DIR
 from enzh.runtime.default_model import DEMO_TEST_SET
-from enzh.tools.bench.cases import fixed_sources, hf_ids, make_cases, natural_sources
+from enzh.tools.bench.cases import fixed_sources, forced_target, hf_vocab, make_cases, natural_sources
 from enzh.tools.bench.engines import ct2_vocabulary
-from enzh.tools.bench.settings import ENGINE_BY_ID, SHAPED_NAME, BenchError, BenchSettings, Engine, ModelGroup, log
+from enzh.tools.bench.settings import (
+    ENGINE_BY_ID,
+    FIXED_GROUPS,
+    NLLB_ENGINES,
+    NLLB_SHAPED_NAME,
+    SHAPED_NAME,
+    BenchError,
+    BenchSettings,
+    Engine,
+    ModelGroup,
+    log,
+)
 
 ENZH_DIR = Path(__file__).resolve().parents[2]
 # The packages whose code writes an exported or quantized directory: a change rebuilds the cached variants.
@@ -225,13 +236,15 @@ def _prepare_engine(engine: Engine, hf_dir: Path, root: Path, fp32: Path | None,
 
 
 def _check_ct2_vocabulary(hf_dir: Path, directory: Path) -> None:
-    """CTranslate2 must see the same ids: its vocabulary has to list vocab.json's tokens in id order."""
-    vocab = hf_ids(hf_dir)[0]
-    by_id = {i: t for t, i in vocab.items()}
+    """CTranslate2 must see the same ids: its vocabulary has to list the HF tokens (vocab.json's, or
+    tokenizer.json's) in id order; after the tokenizer's last id only an NLLB model's filler may follow
+    (CTranslate2's "madeupword" tokens up to the model's vocab_size, ids no tokenizer produces)."""
+    by_id = {i: t for t, i in hf_vocab(hf_dir)[0].items()}
+    top = max(by_id)
     mine = ct2_vocabulary(directory)
-    bad = [i for i, t in enumerate(mine) if by_id.get(i) != t]
+    bad = [i for i, t in enumerate(mine) if i <= top and by_id.get(i) != t]
     if bad:
-        raise BenchError(f"CTranslate2 vocabulary of {directory} differs from {hf_dir}/vocab.json at ids {bad[:5]}")
+        raise BenchError(f"CTranslate2 vocabulary of {directory} differs from {hf_dir}'s tokenizer at ids {bad[:5]}")
 
 
 def prepare_engines(
@@ -281,10 +294,31 @@ def _shaped_model(settings: BenchSettings, cache_dir: Path, shaped_config: Path 
     return build_once(cache_dir / key / "hf", build), key
 
 
+def _nllb_model(settings: BenchSettings, cache_dir: Path) -> tuple[Path, str]:
+    """The nllb-200-distilled-600M-shaped HF directory (built once per seed and config) and its cache key."""
+    from enzh.tools.models import NLLB_200_DISTILLED_600M_CONFIG, NLLB_200_GENERATION, build_nllb_shaped
+
+    config_key = hashlib.sha256(json.dumps([NLLB_200_DISTILLED_600M_CONFIG, NLLB_200_GENERATION]).encode()).hexdigest()
+    key = f"{NLLB_SHAPED_NAME}-seed{settings.seed}-{config_key[:8]}"
+
+    def build(tmp: Path) -> None:
+        log("building the nllb-200-distilled-600M-shaped model (first run only; 2.5 GB) ...")
+        build_nllb_shaped(tmp, seed=settings.seed)
+
+    return build_once(cache_dir / key / "hf", build), key
+
+
 def _group_model(
     group: str, settings: BenchSettings, cache_dir: Path, fixed_model: Path | None, shaped_config: Path | None
 ) -> tuple[Path, str, str, str]:
     """(HF directory, name, description, cache key) of the model a group runs on."""
+    if group == "nllb":
+        hf_dir, key = _nllb_model(settings, cache_dir)
+        description = (
+            "nllb-200-distilled-600M's exact config (M2M100ForConditionalGeneration: 12+12 layers, d_model 1024, "
+            "16 heads, ffn 4,096, 256,206 tokens, tied embeddings), seeded random weights, a tiny NLLB tokenizer"
+        )
+        return hf_dir, NLLB_SHAPED_NAME, description, key
     if group != "fixed" or settings.quick:
         description = (
             "the embedded demo model (assets/demo-hf, shipped exported: 3+3 layers, d_model 256, 1,834 tokens)"
@@ -305,12 +339,15 @@ def prepare_groups(
     code_key = code_fingerprint()  # once: other groups must not re-export if enzh changes during the run
     for group in settings.groups:
         hf_dir, name, description, key = _group_model(group, settings, cache_dir, fixed_model, shaped_config)
-        dirs, unavailable = prepare_engines(hf_dir, cache_dir / key, settings.engines, code_key)
-        if group == "fixed":
+        engines = [e for e in settings.engines if group != "nllb" or e in NLLB_ENGINES]
+        dirs, unavailable = prepare_engines(hf_dir, cache_dir / key, engines, code_key)
+        for engine in settings.engines:
+            if engine not in engines:
+                unavailable[engine] = "not run on the NLLB stand-in (it compares enzh fp32 and int8)"
+        if group in FIXED_GROUPS:
             sources = fixed_sources(hf_dir, max(settings.batch_sizes), settings.source_tokens, settings.seed)
         else:
             sources = natural_sources(hf_dir, DEMO_TEST_SET, settings.natural_sentences)
-        groups.append(
-            ModelGroup(group, name, description, hf_dir, dirs, unavailable, make_cases(group, sources, settings))
-        )
+        cases = make_cases(group, sources, settings, forced_target(hf_dir))
+        groups.append(ModelGroup(group, name, description, hf_dir, dirs, unavailable, cases))
     return groups

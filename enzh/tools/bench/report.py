@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from enzh.tools.bench.chart import render_chart
-from enzh.tools.bench.settings import GROUPS, SCHEMA
+from enzh.tools.bench.settings import FIXED_GROUPS, GROUPS, NLLB_SOURCE, NLLB_TARGET, SCHEMA
 from enzh.tools.bench.targets import evaluate_targets, targets_table
 
 Cells = dict[tuple[str, str], dict[str, Any]]  # (case, engine) -> result
@@ -101,8 +101,20 @@ def _preamble(report: dict[str, Any], rendered_by: str | None) -> list[str]:
 
 def _group_intro(group: str, model: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """The heading and explanation of a group's tables."""
-    if group == "fixed":
+    if group in FIXED_GROUPS:
         n = settings["new_tokens"]
+        forced = (
+            [
+                "",
+                f"The target-language code ({NLLB_TARGET}, NLLB's forced first token) is the first of the {n} in "
+                f"every engine: enzh `target={NLLB_TARGET!r}` (its forced_bos_token_id), transformers "
+                f"`forced_bos_token_id`, CTranslate2 `target_prefix=[[{NLLB_TARGET!r}]]` (its decoding length "
+                f"counts the prefix, which it returns). Sources: `{NLLB_SOURCE}`, random ordinary ids of the "
+                "stand-in's tiny tokenizer, `</s>`.",
+            ]
+            if group == "nllb"
+            else []
+        )
         return [
             f"## Fixed length: {model['name']} model, {settings['source_tokens']} source tokens, "
             f"exactly {n} generated tokens",
@@ -112,9 +124,14 @@ def _group_intro(group: str, model: dict[str, Any], settings: dict[str, Any]) ->
             f"enzh `min_length={n + 1}, max_new_tokens={n}`, "
             f"transformers `min_new_tokens=max_new_tokens={n}`, CTranslate2 "
             f"`min_decoding_length=max_decoding_length={n}`). The harness checks the "
-            "length of every output of every run and fails the cell otherwise; enzh and transformers "
-            "end on the forced eos (the model's `forced_eos_token_id`), CTranslate2 on an ordinary token: "
-            "the same number of decoder steps.",
+            "length of every output of every run and fails the cell otherwise; "
+            + (
+                "every engine ends on an ordinary token (the model forces no eos)."
+                if group == "nllb"
+                else "enzh and transformers end on the forced eos (the model's `forced_eos_token_id`), "
+                "CTranslate2 on an ordinary token: the same number of decoder steps."
+            ),
+            *forced,
             "",
             "Milliseconds per call:",
         ]

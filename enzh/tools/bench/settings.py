@@ -35,8 +35,17 @@ ENGINES: tuple[Engine, ...] = (
 ENGINE_BY_ID = {e.id: e for e in ENGINES}
 CT2_BASELINE = "ct2-int8"
 TORCH_BASELINE = "torch-fp32"
-GROUPS = ("fixed", "natural")
+# fixed: fixed-length cells on the opus-mt-en-zh-shaped model; natural: the demo test set on the demo model;
+# nllb: fixed-length cells on the nllb-200-distilled-600M-shaped model (issue 23; opt-in: a 2.5 GB model).
+GROUPS = ("fixed", "natural", "nllb")
+DEFAULT_GROUPS = ("fixed", "natural")
+FIXED_GROUPS = ("fixed", "nllb")
 SHAPED_NAME = "opus-mt-en-zh-shaped"
+NLLB_SHAPED_NAME = "nllb-200-distilled-600M-shaped"
+# The engines the nllb group compares (issue 23: fp32 and int8 against CTranslate2's and PyTorch).
+NLLB_ENGINES = ("enzh-fp32", "enzh-int8", "torch-fp32", "ct2-float32", "ct2-int8")
+# The nllb group's sources start with this language code and every engine generates this one first.
+NLLB_SOURCE, NLLB_TARGET = "eng_Latn", "zho_Hans"
 
 # What a worker reports about its start: load times, RSS after loading, the load average around it.
 LOAD_KEYS = ("load_s", "first_translation_s", "rss_after_load_mib", "load_peak_rss_mib", "load_average")
@@ -63,7 +72,7 @@ class BenchSettings:
     natural_sentences: int = 64
     natural_max_new_tokens: int = 128
     engines: tuple[str, ...] = tuple(e.id for e in ENGINES)
-    groups: tuple[str, ...] = GROUPS
+    groups: tuple[str, ...] = DEFAULT_GROUPS
     isolate: str = "engine"  # engine: one process per engine and model; cell: one per engine and case
     rounds: int = 1  # sweeps over all engines; each cell pools the timed runs of every round
     seed: int = 0
@@ -87,12 +96,14 @@ class BenchSettings:
 @dataclass(frozen=True)
 class Case:
     id: str
-    group: str  # fixed | natural
+    group: str  # fixed | natural | nllb
     batch: int
     beams: int
     fixed: bool
     new_tokens: int  # fixed: exactly this many generated tokens; natural: the upper bound
     calls: tuple[tuple[tuple[int, ...], ...], ...]  # each call: one batch of source id lists (eos-terminated)
+    # The target-language code forced as the first generated token (the nllb group: (code, id)), else None.
+    target: tuple[str, int] | None = None
 
     @property
     def label(self) -> str:

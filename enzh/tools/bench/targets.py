@@ -1,10 +1,11 @@
-"""The speed issues' targets (#6 and #15), checked against one run, and their markdown table."""
+"""The speed issues' targets (#6 and #15) and the NLLB stand-in's (#23), checked against one run, and their
+markdown table."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from enzh.tools.bench.settings import CT2_BASELINE, SHAPED_NAME, TORCH_BASELINE
+from enzh.tools.bench.settings import CT2_BASELINE, NLLB_SHAPED_NAME, SHAPED_NAME, TORCH_BASELINE
 
 DEMO_NAME = "demo"
 GLOBAL_SHORTLIST = "enzh-int8-shortlist"
@@ -39,8 +40,20 @@ LATENCY_TARGETS: tuple[tuple[str, str, str, str, str, float], ...] = (
         )
         for cell in ("b1-greedy", "b1-beam4", "b16-greedy", "b16-beam4")
     ),
+    # Issue 23: the nllb group's fixed-length cells on the nllb-200-distilled-600M-shaped model.
+    ("#23", "NLLB int8 ≤ 0.6× CTranslate2 int8", "enzh-int8", "nllb-b1-greedy", CT2_BASELINE, 0.6),
+    ("#23", "NLLB int8 ≤ 0.8× CTranslate2 int8", "enzh-int8", "nllb-b16-beam4", CT2_BASELINE, 0.8),
+    *(
+        ("#23", "NLLB fp32 ≤ 1.0× CTranslate2 float32", "enzh-fp32", f"nllb-{cell}", "ct2-float32", 1.0)
+        for cell in ("b1-greedy", "b1-beam4", "b16-greedy", "b16-beam4")
+    ),
 )
-_GROUP_MODEL = {"fixed": SHAPED_NAME, "natural": DEMO_NAME}
+# (issues, what, engine, max ratio of its directory's bytes to the PyTorch safetensors') on the NLLB stand-in.
+NLLB_SIZE_TARGETS: tuple[tuple[str, str, str, float], ...] = (
+    ("#23", "NLLB fp32 directory ≤ 1.05× the safetensors", "enzh-fp32", 1.05),
+    ("#23", "NLLB int8 directory ≤ 0.3× the safetensors", "enzh-int8", 0.3),
+)
+_GROUP_MODEL = {"fixed": SHAPED_NAME, "natural": DEMO_NAME, "nllb": NLLB_SHAPED_NAME}
 NOISY_SPREAD = 2.0  # a cell whose slowest timed run took more than this many times its fastest is "noisy"
 
 
@@ -72,15 +85,33 @@ def _latency_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _size_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The NLLB stand-in's directory sizes against its safetensors (known once the engines are prepared,
+    timed or not)."""
+    if report["models"].get("nllb", {}).get("name") != NLLB_SHAPED_NAME:
+        return []
+    sizes = {e["id"]: e["groups"].get("nllb", {}).get("model_bytes") for e in report["engines"]}
+    out = []
+    for issues, what, engine, limit in NLLB_SIZE_TARGETS:
+        mine, base = sizes.get(engine), sizes.get(TORCH_BASELINE)
+        if mine and base:
+            value = mine / base
+            out.append(
+                {"issues": issues, "target": what, "cell": "size on disk", "value": value, "value_min": None}
+                | {"limit": limit, "met": value <= limit, "noisy": False}
+            )
+    return out
+
+
 def evaluate_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The targets of issues 6 and 15 that this run measured (fixed cells on the opus-mt-en-zh-shaped model,
-    natural cells on the demo model); [] when it measured none.
+    """The targets of issues 6, 15 and 23 that this run measured (fixed cells on the opus-mt-en-zh-shaped
+    model, natural cells on the demo model, nllb cells and sizes on the NLLB stand-in); [] when it measured none.
 
     Latency targets give the ratio of medians (``value``, what ``met`` judges) and the ratio of the fastest
     runs (``value_min``: the least disturbed estimate when other processes compete for the CPUs), and flag
     ``noisy`` when either cell's max/min exceeds :data:`NOISY_SPREAD`.
     """
-    out = _latency_targets(report)
+    out = _latency_targets(report) + _size_targets(report)
     if report["models"].get("fixed", {}).get("name") != SHAPED_NAME:
         return out
     groups = {e["id"]: e["groups"].get("fixed", {}) for e in report["engines"]}
@@ -107,13 +138,20 @@ def targets_table(report: dict[str, Any]) -> list[str]:
     targets = evaluate_targets(report)
     if not targets:
         return []
+    numbers = sorted({n.strip() for t in targets for n in t.get("issues", "#6").replace("#", "").split(",")}, key=int)
+    issues = " and ".join(numbers) if len(numbers) < 3 else f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+    sizes = (
+        " Size: the enzh directory's bytes ÷ the PyTorch safetensors' bytes of the NLLB stand-in."
+        if any(t["cell"] == "size on disk" for t in targets)
+        else ""
+    )
     lines = [
-        "## Speed targets in this run (issues 6 and 15)",
+        f"## Speed targets in this run (issue{'s' if len(numbers) > 1 else ''} {issues})",
         "",
         "Latency targets: the ratio of the two engines' medians in the cell (what *met* judges) and "
         "the ratio of their fastest runs (the least disturbed estimate when other processes compete for the "
         f"CPUs); *noisy*: the slowest run of either cell took over {NOISY_SPREAD:g}× its fastest, so that ratio "
-        "says little. RSS: the ratio of the two processes' peaks on the shaped model. Load: seconds.",
+        "says little. RSS: the ratio of the two processes' peaks on the shaped model. Load: seconds." + sizes,
         "",
         "| issue | target | cell | ratio of medians | ratio of fastest runs | limit | met |",
         "|---|---|---|---|---|---|---|",

@@ -78,7 +78,8 @@ def worker_main(job_path: str, out_path: str) -> int:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     t0 = float(job["t0"])  # the parent's clock just before it started this process
     load_start = load_average()
-    runner = make_runner(job["engine"], job["model_dir"], job["threads"])
+    target = job.get("target")
+    runner = make_runner(job["engine"], job["model_dir"], job["threads"], None if target is None else tuple(target))
     loaded = time.time()
     rss_loaded = rss_mib()
     first = job["cases"][0]
@@ -134,6 +135,7 @@ def run_worker(
         "threads": settings.threads,
         "repeats": settings.repeats,
         "warmup": settings.warmup,
+        "target": cases[0].target,  # every case of one process runs on the same model
         "cases": [
             {
                 "id": c.id,
