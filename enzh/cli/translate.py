@@ -1,7 +1,11 @@
 """``enzh translate [TEXT ...]``: translate arguments, or stdin one sentence per line (runtime only).
 
 Without ``--model`` the embedded pair (English->Chinese, Chinese->English) is loaded; ``--model`` may be given
-several times. Each text goes to the model of its language (``--source auto``, the default) or of ``--source``."""
+several times. Each text goes to the model of its language (``--source auto``, the default) or of ``--source``.
+
+``--scores`` and ``--alignments`` add tab-separated columns after each translation, in this order: the score
+(:mod:`enzh.runtime.confidence`, 4 decimals) and its flags (comma-separated, ``-`` for none), then the word
+alignment in Pharaoh format (``0-0 1-2``: source word - translated word, :mod:`enzh.runtime.words`)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import sys
 from typing import Any
 
 from enzh.cli.common import positive_int
+from enzh.runtime.engine import Translation
 
 
 def add_parser(sub: Any) -> None:
@@ -36,6 +41,16 @@ def add_parser(sub: Any) -> None:
         help="source language: auto (default: each text's own, told by its script), en, zh, or a multilingual "
         "model's code (eng_Latn, ...)",
     )
+    p.add_argument(
+        "--scores",
+        action="store_true",
+        help="print each translation's score (mean token log-probability) and warning flags after a tab",
+    )
+    p.add_argument(
+        "--alignments",
+        action="store_true",
+        help="print each translation's word alignment in Pharaoh format (0-0 1-2 ...) after a tab",
+    )
     p.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0 = all cores)")
     p.set_defaults(run=run)
 
@@ -45,9 +60,26 @@ def run(args: argparse.Namespace) -> int:
 
     translators = Translators.load(args.model, intra_op_threads=args.threads)
     texts = args.texts if args.texts else [line.rstrip("\n") for line in sys.stdin]
-    outputs = translators.translate(
-        texts, beam_size=args.beam_size, max_new_tokens=args.max_new_tokens, target=args.target, source=args.source
+    outputs = translators.translate_detailed(
+        texts,
+        beam_size=args.beam_size,
+        max_new_tokens=args.max_new_tokens,
+        target=args.target,
+        source=args.source,
+        alignments=args.alignments,
     )
-    for text in outputs:
-        print(text.replace("\n", " "))
+    for translation in outputs:
+        print("\t".join(columns(translation, scores=args.scores, alignments=args.alignments)))
     return 0
+
+
+def columns(translation: Translation, *, scores: bool, alignments: bool) -> list[str]:
+    """The printed columns of one translation (see the module docstring)."""
+    # A tab or line break inside the translation would break the columns (and the one-line-per-input rule).
+    out = [translation.text.replace("\n", " ").replace("\t", " ")]
+    if scores:
+        confidence = translation.confidence
+        out += ["nan", "-"] if confidence is None else [f"{confidence.score:.4f}", ",".join(confidence.flags) or "-"]
+    if alignments:
+        out.append(translation.alignment.pharaoh() if translation.alignment is not None else "")
+    return out

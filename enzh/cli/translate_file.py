@@ -62,6 +62,12 @@ def add_parser(sub: Any) -> None:
         help="translate on Ray (needs the [ray] extra; docs/scale.md): local starts Ray on this machine, auto or "
         "HOST:PORT joins a cluster; finished shards are kept in OUTPUT.enzh-shards for a rerun to resume",
     )
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write a JSON report of the lowest-scoring units (score, flags, unit number and input line) to "
+        "FILE (docs/quality.md); not with --ray",
+    )
     p.add_argument("--workers", type=positive_int, help="with --ray: worker actors, each with its own model (1)")
     p.add_argument("--threads-per-worker", type=positive_int, help="with --ray: CPUs (ONNX Runtime threads) each (1)")
     p.add_argument(
@@ -71,11 +77,14 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from enzh.documents.errors import DocumentError
     from enzh.documents.files import Prepared, finish, prepare
     from enzh.runtime.default_model import DEMO_DIR
     from enzh.runtime.router import Translators
 
     scale = corpus_options(args.ray, args.workers, args.threads_per_worker, args.shard_size)
+    if scale is not None and args.report is not None:
+        raise DocumentError("--report is not available with --ray (its workers do not return scores)")
 
     def prepared_as(source: str) -> Prepared:
         return prepare(
@@ -102,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         directory = engine.info.directory
         translate_on_ray(prepared, scale, model_dir=None if directory == DEMO_DIR else str(directory))
         return 0
-    finish(prepared, engine)
+    finish(prepared, engine, report=args.report)
     return 0
 
 

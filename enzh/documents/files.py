@@ -95,14 +95,32 @@ def prepare(
     return Prepared(path, destination, options, data, parse(data, options, name=str(path)))
 
 
-def finish(prepared: Prepared, translator: Engine, *, progress: bool = True, resume: bool = True) -> int:
-    """Translate and write OUTPUT atomically; returns how many sentences the model translated in this run."""
+def finish(
+    prepared: Prepared,
+    translator: Engine,
+    *,
+    progress: bool = True,
+    resume: bool = True,
+    report: str | os.PathLike[str] | None = None,
+) -> int:
+    """Translate and write OUTPUT atomically; returns how many sentences the model translated in this run.
+    ``report``: also write the JSON report of the lowest-scoring units there (:mod:`enzh.documents.report`)."""
     translator.resolve_target(prepared.options.target)  # a bad target fails before a journal exists
     journal = Journal.open(prepared.journal_path, journal_key(prepared, translator)) if resume else None
     try:
-        engine = SentenceEngine(translator, prepared.options, journal=journal, progress=progress, chunk=CHUNK)
+        engine = SentenceEngine(
+            translator, prepared.options, journal=journal, progress=progress, chunk=CHUNK, scores=report is not None
+        )
         result = render(prepared.parsed, engine, prepared.options)
         write_atomic(prepared.output, result if isinstance(result, bytes) else result.encode("utf-8"))
+        if report is not None:
+            from enzh.documents.report import build_report
+
+            found = build_report(
+                prepared.parsed, engine, prepared.options, input=str(prepared.input), model=translator.info.label
+            )
+            text = json.dumps(found, ensure_ascii=False, indent=2) + "\n"
+            write_atomic(Path(report), text.encode("utf-8"))
     finally:
         if journal is not None:
             journal.close()

@@ -18,6 +18,7 @@ from enzh.documents.journal import Journal
 from enzh.documents.options import DocumentOptions
 
 if TYPE_CHECKING:
+    from enzh.runtime.confidence import Confidence
     from enzh.runtime.engine import Engine
 
 CHUNK = 64  # sentences per model call and per journal record
@@ -34,6 +35,7 @@ class SentenceEngine:
         journal: Journal | None = None,
         progress: bool = False,
         chunk: int = CHUNK,
+        scores: bool = False,
     ) -> None:
         translator.resolve_target(options.target)  # an unknown target fails before any work
         self.translator = translator
@@ -45,6 +47,9 @@ class SentenceEngine:
         self.translated = 0  # sentences sent to the model by this engine
         self._convert = converter(options.convert)
         self.align = ModelAligner(translator, options.target)  # the aligner protocol of enzh.documents.inline
+        # With scores: each sentence this engine translated -> its confidence (journaled sentences have none).
+        self.scores = scores
+        self.confidence: dict[str, Confidence] = {}
 
     def __call__(self, sentences: list[str]) -> list[str]:
         unique = list(dict.fromkeys(sentences))
@@ -53,7 +58,7 @@ class SentenceEngine:
         todo = sum(len(chunk) for chunk in pending)
         with _bar(len(unique), len(unique) - todo, enabled=self.progress and todo > 0) as bar:
             for chunk in pending:
-                outputs = self.translator.translate(chunk, beam_size=self.options.beam_size, target=self.options.target)
+                outputs = self._translate(chunk)
                 if self.journal is not None:
                     self.journal.record(chunk, outputs)
                 else:
@@ -61,6 +66,18 @@ class SentenceEngine:
                 self.translated += len(chunk)
                 bar.update(len(chunk))
         return [self._convert(self.known[s]) for s in sentences]
+
+    def _translate(self, chunk: list[str]) -> list[str]:
+        options = self.options
+        # The document's language: a multilingual model is told it (a Marian model has one source and ignores it).
+        beam, target, source = options.beam_size, options.target, options.source
+        if not self.scores:
+            return self.translator.translate(chunk, beam_size=beam, target=target, source=source)
+        found = self.translator.translate_detailed(chunk, beam_size=beam, target=target, source=source)
+        for sentence, translation in zip(chunk, found, strict=True):
+            if translation.confidence is not None:
+                self.confidence[sentence] = translation.confidence
+        return [t.text for t in found]
 
 
 class _NoBar:

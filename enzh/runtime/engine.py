@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from enzh.runtime.confidence import Confidence
 from enzh.runtime.pieces import Span
+from enzh.runtime.words import WordAlignment
 
 if TYPE_CHECKING:
     from enzh.runtime.decoding import Hypothesis
@@ -81,6 +83,12 @@ class Translation:
     alternatives: tuple[Alternative, ...] = ()
     """With ``translate_detailed(..., alternatives=N)``: the N best translations, best first (the first is this
     translation); empty otherwise. A blank input has one, the empty translation."""
+    confidence: Confidence | None = None
+    """The translation's score and warning flags (:mod:`enzh.runtime.confidence`); a translator always sets it
+    (None only from a stand-in that does not)."""
+    alignment: WordAlignment | None = None
+    """With ``translate_detailed(..., alignments=True)``: the source word <-> translated word pairs
+    (:mod:`enzh.runtime.words`); None otherwise."""
 
 
 @runtime_checkable
@@ -138,7 +146,25 @@ class Engine(Protocol):
         target: str | None = None,
         alternatives: int | None = None,
         source: str | None = None,
-    ) -> list[Translation]: ...
+        alignments: bool = False,
+    ) -> list[Translation]:
+        """Each text's :class:`Translation` (``alignments``: with its word alignment; callers pass it only when
+        true, so stand-ins without the keyword keep working)."""
+        ...
+
+    def assess(
+        self,
+        prepared: PreparedText,
+        text: str,
+        token_ids: Sequence[Sequence[int]],
+        scores: Sequence[float],
+        *,
+        beam_size: int | None = None,
+    ) -> Confidence:
+        """The confidence (:mod:`enzh.runtime.confidence`) of ``text``, assembled from ``prepared``'s model inputs'
+        hypotheses (their ``token_ids`` and ``score``, one per input in order, from :meth:`generate_ids` with
+        ``beam_size``; None: the model's default), exactly as :meth:`translate_detailed` scores it."""
+        ...
 
     def align_texts(self, pairs: Sequence[tuple[str, str]], language_token: str | None) -> list[TextAlignment | None]:
         """For each (sentence, translation) pair, the cross-attention between their pieces; None for a pair that
@@ -146,4 +172,4 @@ class Engine(Protocol):
         ...
 
 
-__all__ = ["Alternative", "Engine", "ModelInfo", "Span", "TextAlignment", "Translation"]
+__all__ = ["Alternative", "Confidence", "Engine", "ModelInfo", "Span", "TextAlignment", "Translation", "WordAlignment"]

@@ -17,7 +17,9 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from enzh.runtime.confidence import UNCHANGED
 from enzh.runtime.engine import Engine, Translation
+from enzh.runtime.words import identity_alignment
 
 AUTO = "auto"
 # What a user may write for a language, mapped to its base code (the families' own codes are the engines' to read).
@@ -77,6 +79,19 @@ def detect_script(text: str) -> str | None:
     if han == 0 and latin_words == 0:
         return None
     return "zh" if han >= latin_words else "en"
+
+
+def unchanged(text: str, *, alignments: bool = False) -> Translation:
+    """The translation of a text returned as it is (already in the target language, or nothing to translate):
+    no tokens, certain, and with ``alignments`` each word aligned with itself."""
+    return Translation(
+        text=text,
+        token_ids=(),
+        scores=(),
+        parts=0,
+        confidence=UNCHANGED,
+        alignment=identity_alignment(text) if alignments else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -185,13 +200,16 @@ class Translators:
         target: str | None = None,
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
+        alignments: bool = False,
     ) -> list[Translation]:
         """Translate each text with the model of its direction: ``source="auto"`` detects each text's language
         (text with no letters, or already in ``target``, comes back unchanged); an explicit ``source`` sends every
-        text to that direction's model."""
+        text to that direction's model. Every translation has its confidence; ``alignments=True`` adds each one's
+        word alignment (:meth:`enzh.runtime.engine.Engine.translate_detailed`; a text returned unchanged scores
+        0.0 and is aligned word for word with itself)."""
         routes = [self._route_text(text, source, target) for text in texts]
-        # Texts that stay as they are: one empty-token translation each.
-        results = [Translation(text=text, token_ids=(), scores=(), parts=0) for text in texts]
+        # Texts that stay as they are: one empty-token translation each, certain, each word its own.
+        results = [unchanged(text, alignments=alignments) for text in texts]
         groups: dict[tuple[int, str | None, str | None], list[int]] = {}
         for i, route in enumerate(routes):
             if route is not None:
@@ -204,6 +222,8 @@ class Translators:
                 max_new_tokens=max_new_tokens,
                 target=token,
                 source=code,
+                # only when asked: stand-ins without the keyword keep working
+                **({"alignments": True} if alignments else {}),
             )
             for i, translation in zip(members, done, strict=True):
                 results[i] = translation

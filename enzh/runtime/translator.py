@@ -10,22 +10,25 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from enzh.runtime.adapter import MultilingualAdapter, adapter_for
 from enzh.runtime.batching import pad_batch, plan_batches
+from enzh.runtime.confidence import Confidence, ConfidenceOptions, assess
+from enzh.runtime.confidence import Part as ConfidencePart
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
 from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
 from enzh.runtime.parallel import ShardRunner, shard_sentences
 from enzh.runtime.pieces import Span
-from enzh.runtime.segment import PreparedText, assemble_text, prepare_text, split_sentences
+from enzh.runtime.segment import PreparedText, assemble_text, join_parts, prepare_text, split_sentences
 from enzh.runtime.sessions import ModelSessions
 from enzh.runtime.tokenizer import tokenizer_for
+from enzh.runtime.words import SentencePair, WordAlignment, align_words
 
 logger = logging.getLogger("enzh")
 
@@ -50,7 +53,7 @@ class Translator:
         self.adapter = adapter_for(manifest)
         self.tokenizer = tokenizer_for(directory, manifest)
         self.sessions = ModelSessions(directory, manifest, options)
-        # Threads that decode a batch's sentences at once (enzh.runtime.shards; 1: the calling thread alone).
+        # Threads that decode a batch's sentences at once (enzh.runtime.parallel; 1: the calling thread alone).
         self._shards = ShardRunner(self.sessions.shards)
 
     @classmethod
@@ -101,15 +104,31 @@ class Translator:
         target: str | None = None,
         alternatives: int | None = None,
         source: str | None = None,
+        alignments: bool = False,
+        confidence: ConfidenceOptions | None = None,
     ) -> list[Translation]:
         """Translate each text, with token ids and scores; ``alternatives=N`` also returns each text's N best
         translations (N <= the beam size: beam search's n-best, in ``generate(num_return_sequences=N)``'s
-        order and with its ``sequences_scores``)."""
+        order and with its ``sequences_scores``).
+
+        Every translation has a ``confidence`` (:mod:`enzh.runtime.confidence`: the length-normalised
+        log-probability of all its parts' tokens taken as one sequence, i.e. with length_penalty 1 the
+        token-weighted mean token log-probability, and the warning flags; ``confidence``: where they fire).
+        ``alignments=True`` adds each translation's word alignment (:mod:`enzh.runtime.words`; ``ModelDirError``
+        when the model directory has no aligner)."""
+        if not isinstance(alignments, bool):
+            raise TypeError(f"alignments must be True or False, got {type(alignments).__name__}")
+        if alignments and not self.has_aligner:
+            raise ModelDirError(
+                f"{self.directory} has no aligner.onnx: word alignments need one (enzh export writes it)"
+            )
+        checks = ConfidenceOptions() if confidence is None else confidence
         options = TranslateOptions(beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
         texts = _check_texts(texts)
         token = self.adapter.resolve_target(options.target)
         source_code = self.adapter.resolve_source(source)
         count = 1 if alternatives is None else self._check_alternatives(alternatives, options.beam_size)
+        beams = options.beam_size if options.beam_size is not None else int(self.adapter.generation.get("num_beams", 1))
         # Each text becomes sentences (one model input each, or several parts when a sentence is longer than the
         # model's positions: nothing is truncated) and the layout between them.
         prepared = [self.prepare_text(text, token, source_code) for text in texts]
@@ -138,6 +157,7 @@ class Translator:
                     )
                 )
             best = found[0]
+            sources_of = [ids for piece in text.sources for ids in piece]
             translations.append(
                 Translation(
                     text=best.text,
@@ -145,17 +165,109 @@ class Translator:
                     scores=best.scores,
                     parts=len(best.token_ids),
                     alternatives=tuple(found) if alternatives is not None else (),
+                    confidence=self._confidence(text, best.text, sources_of, best, beams, checks),
                 )
             )
+        if alignments:
+            aligned = self._word_alignments(prepared, translations, token)
+            translations = [replace(t, alignment=a) for t, a in zip(translations, aligned, strict=True)]
         return translations
+
+    def assess(
+        self,
+        prepared: PreparedText,
+        text: str,
+        token_ids: Sequence[Sequence[int]],
+        scores: Sequence[float],
+        *,
+        beam_size: int | None = None,
+        confidence: ConfidenceOptions | None = None,
+    ) -> Confidence:
+        """The confidence of ``text``, assembled from ``prepared``'s model inputs' hypotheses (``token_ids`` and
+        ``scores``, one per input in order, from :meth:`generate_ids` with ``beam_size``), exactly as
+        :meth:`translate_detailed` scores it (what the HTTP service's batches use)."""
+        sources = [ids for piece in prepared.sources for ids in piece]
+        if len(token_ids) != len(sources) or len(scores) != len(sources):
+            raise ValueError(
+                f"assess() got {len(token_ids)} outputs and {len(scores)} scores for {len(sources)} model inputs"
+            )
+        beams = beam_size if beam_size is not None else int(self.adapter.generation.get("num_beams", 1))
+        outputs = Alternative(text=text, token_ids=tuple(tuple(ids) for ids in token_ids), scores=tuple(scores))
+        return self._confidence(prepared, text, sources, outputs, beams, confidence or ConfidenceOptions())
+
+    def _confidence(
+        self,
+        text: PreparedText,
+        output: str,
+        sources: Sequence[Sequence[int]],
+        best: Alternative,
+        beams: int,
+        options: ConfidenceOptions,
+    ) -> Confidence:
+        special = self._special_ids
+        parts = [
+            ConfidencePart(source_tokens=sum(1 for t in ids if t not in special), token_ids=out, score=score)
+            for ids, out, score in zip(sources, best.token_ids, best.scores, strict=True)
+        ]
+        source_text = "".join(p.text + p.separator for p in text.pieces)
+        return assess(
+            source_text,
+            output,
+            parts,
+            beams=beams,
+            length_penalty=float(self.adapter.generation.get("length_penalty", 1.0)),
+            special_ids=special,
+            unk_id=self.tokenizer.unk_id,
+            options=options,
+        )
+
+    @functools.cached_property
+    def _special_ids(self) -> frozenset[int]:
+        """Ids that are not words of either side: eos, pad, the decoder start and the language tokens or codes."""
+        tokenizer = self.tokenizer
+        ids = {tokenizer.eos_id, tokenizer.pad_id, self.adapter.decoder_start_token_id}
+        for token in self.adapter.language_tokens:
+            found = tokenizer.token_to_id(token)
+            if found is not None:
+                ids.add(found)
+        return frozenset(ids)
+
+    def _word_alignments(
+        self, prepared: Sequence[PreparedText], translations: Sequence[Translation], token: str | None
+    ) -> list[WordAlignment]:
+        """Each text's word alignment: every translated sentence aligned with its source by the aligner graph,
+        the pairs placed in the whole texts (a sentence the aligner cannot take, e.g. longer than the model's
+        positions, adds no pairs)."""
+        jobs: list[tuple[int, int, int, str, str]] = []  # text, source offset, target offset, sentence, output
+        for index, (text, translation) in enumerate(zip(prepared, translations, strict=True)):
+            outputs = iter(self.decode(translation.token_ids))
+            source_at, target_at = 0, 0
+            for piece, sources in zip(text.pieces, text.sources, strict=True):
+                if sources:
+                    output = join_parts([next(outputs) for _ in sources])
+                    # assemble_text only adds separators around each sentence's translation: found in order
+                    found = translation.text.find(output, target_at) if output else -1
+                    if found >= 0:
+                        jobs.append((index, source_at, found, piece.text, output))
+                        target_at = found + len(output)
+                source_at += len(piece.text) + len(piece.separator)
+        matrices = self.align_texts([(sentence, output) for _, _, _, sentence, output in jobs], token)
+        sentences: list[list[SentencePair]] = [[] for _ in prepared]
+        for (index, source_at, target_at, _, _), matrix in zip(jobs, matrices, strict=True):
+            if matrix is not None:
+                sentences[index].append(
+                    SentencePair(matrix.source, matrix.target, matrix.weights, source_at, target_at)
+                )
+        return [
+            align_words("".join(p.text + p.separator for p in text.pieces), translation.text, found)
+            for text, translation, found in zip(prepared, translations, sentences, strict=True)
+        ]
 
     def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:
         """``text``'s sentences and the source ids of each sentence the model translates (none for blank pieces,
         or for text already in the target language: no Latin letter into Chinese, no Han character from it); see
         :func:`enzh.runtime.segment.prepare_text`. ``language_token``: the resolved target
         (:meth:`resolve_target`), ``source``: the resolved source (:meth:`resolve_source`; None for Marian)."""
-        # The caller's code ("zh", "zh-Hant") as the family's own (zho_Hans); Marian's one source is None.
-        source = self.adapter.resolve_source(source) if source is not None else None
         # The caller's code ("zh", "zh-Hant") as the family's own (zho_Hans); Marian's one source is None.
         source = self.adapter.resolve_source(source) if source is not None else None
         script = self.adapter.source_script(source, language_token)
@@ -304,7 +416,7 @@ class Translator:
         self, ids: np.ndarray, mask: np.ndarray, lengths: list[int], settings: DecodingSettings, count: int
     ) -> list[list[Hypothesis]]:
         """One padded batch's hypotheses. A small fp32 model's sentences are encoded and decoded in shards at once,
-        each on its own thread and one-thread sessions (enzh.runtime.shards); every other batch is one shard."""
+        each on its own thread and one-thread sessions (enzh.runtime.parallel); every other batch is one shard."""
         shards = shard_sentences(lengths, self._shards.threads)
         sharded = len(shards) > 1
         # One sentence: its encoder run is too small for a second thread too (the one-thread session, when the

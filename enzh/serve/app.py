@@ -36,6 +36,7 @@ from enzh.serve.middleware import BodyLimitMiddleware, MetricsMiddleware
 from enzh.serve.modes import Modes
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
 from enzh.serve.payload import read_payload, validate
+from enzh.serve.quality import alignment_payload, score_payload
 from enzh.serve.schemas import (
     Health,
     RequestModels,
@@ -161,6 +162,8 @@ def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: 
             arrived=arrived,
             html=body.format == "html",
             alternatives=body.alternatives or 0,
+            scores=body.scores,
+            alignments=body.alignments,
         )
         payload: dict[str, Any] = {
             "translations": answer.translations,
@@ -173,6 +176,11 @@ def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: 
         }
         if body.alternatives:
             payload["alternatives"] = answer.alternatives
+        details = answer.details or []
+        if body.scores:
+            payload["scores"] = [score_payload(t) for t in details]
+        if body.alignments:
+            payload["alignments"] = [alignment_payload(text, t) for text, t in zip(texts, details, strict=True)]
         return json_response(payload)
 
 

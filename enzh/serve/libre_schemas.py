@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from enzh.serve.options import ServeOptions
-from enzh.serve.schemas import json_body
+from enzh.serve.schemas import Score, json_body
 
 
 class LibreErrorBody(BaseModel):
@@ -30,6 +30,9 @@ class LibreTranslation(BaseModel):
     )
     alternatives: list[str] | list[list[str]] | None = Field(
         None, description="with alternatives > 0 only: per text when q is a list"
+    )
+    translationConfidence: Score | list[Score | None] | None = Field(
+        None, description="enzh extension, with scores: true only: the translation's confidence (per text for a list)"
     )
 
 
@@ -66,6 +69,7 @@ def translate_body(options: ServeOptions) -> dict[str, Any]:
         format: Literal["text", "html"] = "text"
         alternatives: int = Field(0, ge=0, le=options.max_alternatives, description="alternatives per text")
         api_key: str | None = Field(None, description="needed when the server has API keys (also: apiKey)")
+        scores: bool = Field(False, description="enzh extension: also answer each translation's confidence")
 
     return json_body(LibreTranslateRequest, form=True)
 
@@ -80,6 +84,7 @@ def detect_body(options: ServeOptions) -> dict[str, Any]:
 
         q: Text | Texts = Field(description="text, or a list of texts (JSON only)")
         api_key: str | None = Field(None, description="needed when the server has API keys (also: apiKey)")
+        scores: bool = Field(False, description="enzh extension: also answer each translation's confidence")
 
     return json_body(LibreDetectRequest, form=True)
 
@@ -95,6 +100,7 @@ def suggest_body() -> dict[str, Any]:
         source: str = Field(description="the language of q")
         target: str = Field(description="the language of s")
         api_key: str | None = Field(None, description="needed when the server has API keys (also: apiKey)")
+        scores: bool = Field(False, description="enzh extension: also answer each translation's confidence")
 
     return json_body(LibreSuggestRequest, form=True)
 

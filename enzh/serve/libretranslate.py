@@ -50,6 +50,7 @@ from enzh.serve.libre_request import (
     texts_of,
 )
 from enzh.serve.modes import Modes
+from enzh.serve.quality import score_payload, scores_of
 from enzh.serve.service import SCRIPTS, Service, Target
 
 TAG = "libretranslate"
@@ -107,6 +108,10 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
         texts, many = texts_of(fields, options)
         source, target, html = source_of(fields), target_of(fields), format_of(fields) == "html"
         alternatives = alternatives_of(fields, options.max_alternatives)
+        try:
+            scores = scores_of(fields.get("scores"))  # an enzh extension: the page's low-confidence mark
+        except ValueError as exc:
+            raise LibreError(400, f"Invalid request: {exc}") from None
         if service.router is None:
             service.admit()  # not loaded: 503 (which directions there are is not known yet)
         _check_target(service, fields, target, source)
@@ -128,7 +133,7 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
                 found_routes[language] = _route(service, fields, language, target, where)
             routes.append(found_routes[language])
         result = await modes.translate_routed(
-            request, texts, routes, beam_size=None, arrived=arrived, html=html, alternatives=alternatives
+            request, texts, routes, beam_size=None, arrived=arrived, html=html, alternatives=alternatives, scores=scores
         )
         payload: dict[str, Any] = {"translatedText": result.translations if many else result.translations[0]}
         if detected is not None:
@@ -136,6 +141,9 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
             payload["detectedLanguage"] = answers if many else answers[0]
         if alternatives > 0:
             payload["alternatives"] = result.alternatives if many else (result.alternatives or [[]])[0]
+        if scores:
+            found = [score_payload(t) for t in result.details or []]
+            payload["translationConfidence"] = found if many else found[0]
         return json_response(payload)
 
     @app.post(

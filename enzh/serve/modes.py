@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
@@ -36,6 +36,8 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.html import FORMAT as HTML
 from enzh.documents.inline import translate_blocks
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.engine import Translation
+from enzh.runtime.router import unchanged
 from enzh.runtime.segment import reading
 from enzh.serve.errors import ApiError
 from enzh.serve.service import Service, Target
@@ -54,13 +56,15 @@ class Result:
     sentences: int
     timing_ms: dict[str, float]
     beam_size: int
+    # With scores or alignments asked for: each text's Translation (its confidence and word alignment).
+    details: list[Translation] | None = None
 
 
 @dataclass(frozen=True)
 class Routed(Result):
     """:class:`Result` of texts routed to several models; ``models``: the labels of those that translated some."""
 
-    models: list[str]
+    models: list[str] = field(default_factory=list)
 
 
 class SchedulerSentences:
@@ -102,7 +106,7 @@ class SchedulerSentences:
             work = self.service.translate(
                 chunk, route=self.route, beam_size=self.beam_size, deadline=deadline, request=self.request
             )
-            outputs, count, timing = asyncio.run_coroutine_threadsafe(work, self.loop).result()
+            outputs, count, timing, _ = asyncio.run_coroutine_threadsafe(work, self.loop).result()
             known.update(zip(chunk, outputs, strict=True))
             self.sentences += count
             for key in self.timing:
@@ -178,15 +182,30 @@ class Modes:
         arrived: float,
         html: bool = False,
         alternatives: int = 0,
+        scores: bool = False,
+        alignments: bool = False,
     ) -> Result:
         """Translate ``texts`` with the model of ``route`` (HTML when ``html``), with up to ``alternatives``
-        alternatives per text (HTML has none); due ``request_timeout_s`` after ``arrived`` (monotonic)."""
+        alternatives per text (HTML has none); due ``request_timeout_s`` after ``arrived`` (monotonic).
+        ``scores``/``alignments`` add each text's :class:`Translation` (its confidence, and its word alignment when
+        ``alignments`` and the model has an aligner). Scores alone come from the shared batches' own hypotheses;
+        alignments take the n-best path (a detailed translation on a worker thread of its own). HTML has neither:
+        its Translations carry None."""
         service = self.service
         beam = beam_size or route.model.default_beam
         none: list[list[str]] | None = [[] for _ in texts] if alternatives > 0 else None
-        if not html and (alternatives == 0 or beam == 1):
-            answer = await service.handle(request, texts, route=route, beam_size=beam, arrived=arrived)
-            return Result(answer.translations, none, answer.sentences, answer.timing_ms, answer.beam_size)
+        # A model without an aligner answers its alignments as null (a schema-valid request is never refused).
+        aligned = alignments and route.model.engine is not None and route.model.engine.info.has_aligner
+        if not html and not aligned and (alternatives == 0 or beam == 1):
+            answer = await service.handle(request, texts, route=route, beam_size=beam, arrived=arrived, scores=scores)
+            details = None
+            if scores or alignments:
+                confidences = answer.confidences or [None] * len(texts)
+                details = [
+                    Translation(text=t, token_ids=(), scores=(), parts=0, confidence=c)
+                    for t, c in zip(answer.translations, confidences, strict=True)
+                ]
+            return Result(answer.translations, none, answer.sentences, answer.timing_ms, answer.beam_size, details)
         with self._admitted():
             deadline = arrived + service.options.request_timeout_s
             if html:
@@ -197,10 +216,15 @@ class Modes:
                 source = route.direction[0] if route.direction else "en"
                 outputs = await loop.run_in_executor(self._pool("markup"), translate_markup, texts, sentences, source)
                 found, count, timing = none, sentences.sentences, dict(sentences.timing)
+                unscored = [Translation(text=t, token_ids=(), scores=(), parts=0) for t in outputs]
             else:
-                outputs, found, count, timing = await self._nbest_texts(texts, route, beam, alternatives, deadline)
-        timing["total"] = round((time.monotonic() - arrived) * 1000, 3)
-        return Result(outputs, found, count, timing, beam)
+                outputs, found, count, timing, details = await self._nbest_texts(
+                    texts, route, beam, alternatives, deadline, alignments=aligned
+                )
+                found = found if alternatives > 0 else None
+                return Result(outputs, found, count, {**timing, "total": _since(arrived)}, beam, details)
+        timing["total"] = _since(arrived)
+        return Result(outputs, found, count, timing, beam, unscored if scores or alignments else None)
 
     async def translate_routed(
         self,
@@ -212,6 +236,8 @@ class Modes:
         arrived: float,
         html: bool = False,
         alternatives: int = 0,
+        scores: bool = False,
+        alignments: bool = False,
     ) -> Routed:
         """Each text translated with the model of its route (None: answered as it is), each model's texts in one
         call, the calls concurrent; the answers in the order of ``texts``."""
@@ -228,12 +254,16 @@ class Modes:
                 arrived=arrived,
                 html=html,
                 alternatives=alternatives,
+                scores=scores,
+                alignments=alignments,
             )
             for members in groups.values()
         ]
         results = await asyncio.gather(*calls)
         outputs = list(texts)
         found: list[list[str]] = [[] for _ in texts]
+        # Texts answered as they are: certain, each word aligned with itself.
+        details = [unchanged(text, alignments=alignments) for text in texts]
         models: list[str] = []
         timing = {"queue": 0.0, "inference": 0.0}
         for members, result in zip(groups.values(), results, strict=True):
@@ -244,15 +274,18 @@ class Modes:
                 outputs[i] = result.translations[j]
                 if result.alternatives is not None:
                     found[i] = result.alternatives[j]
+                if result.details is not None:
+                    details[i] = result.details[j]
             for key in timing:
                 timing[key] = round(max(timing[key], result.timing_ms.get(key, 0.0)), 3)
         timing["total"] = round((time.monotonic() - arrived) * 1000, 3)
         beam = results[0].beam_size if results else (beam_size or self.service.default_beam)
-        return Routed(outputs, found, sum(r.sentences for r in results), timing, beam, models)
+        kept = details if scores or alignments else None
+        return Routed(outputs, found, sum(r.sentences for r in results), timing, beam, kept, models)
 
     async def _nbest_texts(
-        self, texts: list[str], route: Target, beam: int, alternatives: int, deadline: float
-    ) -> tuple[list[str], list[list[str]], int, dict[str, float]]:
+        self, texts: list[str], route: Target, beam: int, alternatives: int, deadline: float, *, alignments: bool
+    ) -> tuple[list[str], list[list[str]], int, dict[str, float], list[Translation]]:
         service = self.service
         engine = route.model.engine
         assert engine is not None
@@ -264,7 +297,13 @@ class Modes:
         def work() -> list[Any]:
             started.append(time.monotonic())
             found = engine.translate_detailed(
-                texts, beam_size=beam, target=route.token, alternatives=count, source=route.source
+                texts,
+                beam_size=beam,
+                target=route.token,
+                alternatives=count if alternatives > 0 else None,
+                source=route.source,
+                # only when asked: stand-ins without the keyword keep working
+                **({"alignments": True} if alignments else {}),
             )
             return list(found)
 
@@ -283,7 +322,7 @@ class Modes:
         }
         outputs = [t.text for t in translations]
         found = [_distinct(t.text, [a.text for a in t.alternatives[1:]], alternatives) for t in translations]
-        return outputs, found, sum(t.parts for t in translations if t.token_ids), timing
+        return outputs, found, sum(t.parts for t in translations if t.token_ids), timing, translations
 
     # -- documents ---------------------------------------------------------------------------------------
 
@@ -319,6 +358,10 @@ class Modes:
         if isinstance(output, str):  # only for str input, which a file never is
             output = output.encode("utf-8")
         return output
+
+
+def _since(arrived: float) -> float:
+    return round((time.monotonic() - arrived) * 1000, 3)
 
 
 def _distinct(best: str, candidates: list[str], limit: int) -> list[str]:

@@ -33,6 +33,24 @@ class Timing(BaseModel):
     inference: float = Field(description="this request's share of batch inference time, milliseconds")
 
 
+class Score(BaseModel):
+    score: float = Field(
+        description="the translation's mean token log-probability (length-normalised as the beam search does, all "
+        "its sentences' tokens together; 0: certain, as for text returned unchanged)"
+    )
+    flags: list[str] = Field(
+        description="warnings: low_score, repetition, length_ratio, copy, unknown_token (docs/quality.md)"
+    )
+    low_confidence: bool = Field(description="whether any flag fired")
+
+
+class WordPairs(BaseModel):
+    pharaoh: str = Field(description="the pairs as source-target word indices: 0-0 1-2 ...")
+    pairs: list[tuple[int, int]] = Field(description="(source word, translated word) indices, from 0")
+    source_words: list[str] = Field(description="the text's words (whitespace-separated; each Chinese character)")
+    target_words: list[str] = Field(description="the translation's words, cut the same way")
+
+
 class TranslateResponse(BaseModel):
     translations: list[str]
     model: str = Field(description="the models that translated the texts (comma-separated)")
@@ -43,6 +61,14 @@ class TranslateResponse(BaseModel):
     timing_ms: Timing
     alternatives: list[list[str]] | None = Field(
         None, description="with alternatives > 0 only: per text, other translations of it, best first"
+    )
+    scores: list[Score | None] | None = Field(
+        None, description="with scores: true only: per text, its confidence (null for format html)"
+    )
+    alignments: list[WordPairs | None] | None = Field(
+        None,
+        description="with alignments: true only: per text, its source word <-> translated word pairs (null for "
+        "format html and from a model without an aligner)",
     )
 
 
@@ -88,6 +114,10 @@ def request_models(options: ServeOptions) -> RequestModels:
         format: Literal["text", "html"] = Field("text", description="html: tags kept, the text between translated")
         alternatives: Alternatives | None = Field(
             None, description="up to this many other translations per text (from the beams: at most beam_size - 1)"
+        )
+        scores: bool = Field(False, description="also answer each translation's confidence (format text)")
+        alignments: bool = Field(
+            False, description="also answer each translation's word alignment (format text, a model with an aligner)"
         )
 
     return RequestModels(translate=TranslateRequest)

@@ -19,6 +19,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from enzh.runtime.confidence import UNCHANGED, Confidence
 from enzh.runtime.default_model import default_model_dirs
 from enzh.runtime.engine import Engine
 from enzh.runtime.router import Translators, base_language
@@ -97,6 +98,22 @@ class Answer:
     sentences: int
     timing_ms: dict[str, float]
     beam_size: int
+    # With scores asked for: each text's confidence (None where the engine gave none: a stand-in).
+    confidences: list[Confidence | None] | None = None
+
+
+class Decoded(str):
+    """A unit's decoded translation as the schedulers hand it back, with its hypothesis' ids and score (what a
+    request's confidence is computed from); a plain ``str`` (a stand-in's, or a cancelled unit's) has neither."""
+
+    token_ids: tuple[int, ...] = ()
+    score: float | None = None
+
+    @classmethod
+    def of(cls, text: str, token_ids: Sequence[int], score: float | None) -> Decoded:
+        found = cls(text)
+        found.token_ids, found.score = tuple(token_ids), None if score is None else float(score)
+        return found
 
 
 class Service:
@@ -200,7 +217,9 @@ class Service:
         def run(sources: list[list[int]], beam_size: int | None, target: str | None = None) -> list[str]:
             translator = self._engine_of(model)
             hyps = translator.generate_ids(sources, beam_size=beam_size, target=target)
-            return translator.decode([h.token_ids for h in hyps])
+            texts = translator.decode([h.token_ids for h in hyps])
+            # (a stand-in's hypotheses may have no score: its units are then unscored)
+            return [Decoded.of(t, h.token_ids, getattr(h, "score", None)) for t, h in zip(texts, hyps, strict=True)]
 
         return run
 
@@ -248,7 +267,14 @@ class Service:
     # -- translation -----------------------------------------------------------------------------------
 
     async def handle(
-        self, request: Request, texts: list[str], *, route: Target, beam_size: int | None, arrived: float
+        self,
+        request: Request,
+        texts: list[str],
+        *,
+        route: Target,
+        beam_size: int | None,
+        arrived: float,
+        scores: bool = False,
     ) -> Answer:
         """A route's translation: admitted only when ready, counted in flight, due ``request_timeout_s`` after
         ``arrived`` (monotonic)."""
@@ -257,13 +283,13 @@ class Service:
         self.in_flight += 1
         try:
             deadline = arrived + self.options.request_timeout_s
-            outputs, sentences, timing = await self.translate(
-                texts, route=route, beam_size=beam, deadline=deadline, request=request
+            outputs, sentences, timing, found = await self.translate(
+                texts, route=route, beam_size=beam, deadline=deadline, request=request, scores=scores
             )
         finally:
             self.in_flight -= 1
         timing["total"] = round((time.monotonic() - arrived) * 1000, 3)
-        return Answer(outputs, sentences, timing, beam)
+        return Answer(outputs, sentences, timing, beam, found)
 
     def admit(self) -> None:
         status, detail = self.state()
@@ -404,8 +430,10 @@ class Service:
         beam_size: int | None,
         deadline: float,
         request: Request | None = None,
-    ) -> tuple[list[str], int, dict[str, float]]:
-        """Translate ``texts`` through the route's scheduler; returns (translations, sentences, timing in ms)."""
+        scores: bool = False,
+    ) -> tuple[list[str], int, dict[str, float], list[Confidence | None] | None]:
+        """Translate ``texts`` through the route's scheduler; returns (translations, sentences, timing in ms,
+        each text's confidence when ``scores``, else None)."""
         arrived = time.monotonic()
         scheduler = route.model.scheduler
         assert scheduler is not None
@@ -418,17 +446,20 @@ class Service:
         results = await self._results(scheduler, job, deadline, request)
         done = iter(results)
         engine = self._engine_of(route.model)
-        outputs = [
-            engine.assemble_text(text, [[next(done) for _ in piece] for piece in text.sources])
-            for text in prepared.texts
-        ]
+        outputs = []
+        found: list[Confidence | None] = []
+        for text in prepared.texts:
+            pieces = [[next(done) for _ in piece] for piece in text.sources]
+            outputs.append(engine.assemble_text(text, pieces))
+            if scores:
+                found.append(_confidence(engine, text, outputs[-1], [d for piece in pieces for d in piece], beam_size))
         started = job.started_at if job.started_at is not None else time.monotonic()
         timing = {
             "queue": round(max(0.0, started - job.enqueued_at) * 1000, 3),
             "inference": round(job.inference_seconds * 1000, 3),
             "total": round((time.monotonic() - arrived) * 1000, 3),
         }
-        return outputs, prepared.sentences, timing
+        return outputs, prepared.sentences, timing, found if scores else None
 
     def _submit(self, scheduler: Scheduler, prepared: _Prepared, beam_size: int | None, target: str | None) -> Job:
         try:
@@ -468,6 +499,18 @@ class Service:
             raise ApiError(503, "worker_dead", str(exc), {"Retry-After": "30"}) from None
         except EngineFailed as exc:
             raise ApiError(500, "internal_error", str(exc)) from None
+
+
+def _confidence(engine: Engine, prepared: Any, text: str, units: list[str], beam_size: int | None) -> Confidence | None:
+    """A text's confidence from its units' hypotheses; None when a unit carries none (a stand-in's engine) or the
+    engine cannot score (a stand-in without ``assess``)."""
+    if not units:
+        return UNCHANGED
+    if not all(isinstance(u, Decoded) and u.score is not None for u in units) or not hasattr(engine, "assess"):
+        return None
+    ids = [u.token_ids for u in units if isinstance(u, Decoded)]
+    scores = [float(u.score) for u in units if isinstance(u, Decoded) and u.score is not None]
+    return engine.assess(prepared, text, ids, scores, beam_size=beam_size)
 
 
 async def _wait_disconnect(request: Request) -> None:

@@ -99,3 +99,33 @@ def test_quantize_flags_match_quantize_settings():
         assert set(actions["precision"].choices) == precisions
         assert tuple(actions["cache"].choices) == CACHES
     assert {"shortlist", "shortlist_corpus"} <= {a.dest for a in commands["quantize"]._actions}
+
+
+def test_translate_scores_and_alignments_columns():
+    """--scores and --alignments: tab-separated columns after each translation, equal to the Python API's."""
+    import re
+
+    from enzh.runtime.confidence import FLAGS
+    from enzh.runtime.router import Translators
+
+    texts = ["The weather is nice today.", "Hello world", "今天天气很好。", "123"]
+    expected = Translators.load().translate_detailed(texts, alignments=True)
+    result = run("translate", "--scores", "--alignments", *texts)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(texts)
+    for line, translation in zip(lines, expected, strict=True):
+        text, score, flags, pairs = line.split("\t")
+        assert translation.confidence is not None and translation.alignment is not None
+        assert text == translation.text
+        assert re.fullmatch(r"-?\d+\.\d{4}", score) and float(score) == round(translation.confidence.score, 4)
+        assert flags == (",".join(translation.confidence.flags) or "-")
+        assert flags == "-" or set(flags.split(",")) <= set(FLAGS)
+        assert re.fullmatch(r"(\d+-\d+( \d+-\d+)*)?", pairs) and pairs == translation.alignment.pharaoh()
+    assert any(line.split("\t")[2] != "-" for line in lines)  # "Hello world" is out of the demo's domain
+    only_scores = run("translate", "--scores", texts[0])
+    assert only_scores.stdout.count("\t") == 2
+    only_pairs = run("translate", "--alignments", stdin=texts[0] + "\n")
+    assert only_pairs.stdout.rstrip("\n").split("\t")[1] == expected[0].alignment.pharaoh()  # type: ignore[union-attr]
+    plain = run("translate", texts[0])
+    assert plain.stdout == expected[0].text + "\n"

@@ -8,6 +8,7 @@ own classes, the model sized to its ids, an eos bias so that sentences stop at d
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,34 @@ def test_validate_checks_a_family_export(family: Any) -> None:
     report = validate_directory(out, str(hf))
     assert report.ok, report.format()
     assert set(report.parity) == {"greedy, batched", "greedy, one by one", "beam 4, batched", "beam 4, one by one"}
+
+
+@pytest.mark.parametrize("kind", ["nllb", "mbart50"])
+def test_one_multilingual_model_serves_both_directions(kind: str, family: Any) -> None:
+    """The router, a document and the LibreTranslate API take each direction of one multilingual model: the same
+    text as the translator's own call with that source and target."""
+    from fastapi.testclient import TestClient
+
+    from enzh.documents.api import translate_document
+    from enzh.runtime.router import Translators
+    from enzh.serve.app import create_app
+    from enzh.serve.options import ServeOptions
+
+    _, out, _, _ = family(kind)
+    translator = Translator.load(out)
+    english, chinese = "The weather is nice today.", "我想要一杯咖啡。"
+    into_zh = translator.translate([english], source="en", target="zh", beam_size=1)[0]
+    into_en = translator.translate([chinese], source="zh", target="en", beam_size=1)[0]
+    router = Translators([translator])
+    assert router.directions == (("en", "zh"), ("zh", "en"))
+    assert router.translate([english, chinese], beam_size=1) == [into_zh, into_en]
+    document = translate_document(translator, f"{chinese}\n", format="txt", source="zh", target="en", beam_size=1)
+    assert document == f"{into_en}\n"
+    with TestClient(create_app(ServeOptions(default_beam_size=1), translator)) as client:
+        deadline = time.monotonic() + 120  # the lifespan loads and warms up in its own thread
+        while client.get("/readyz").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for source, target, text, want in (("zh", "en", chinese, into_en), ("en", "zh", english, into_zh)):
+            answer = client.post("/translate", json={"q": text, "source": source, "target": target})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["translatedText"] == want

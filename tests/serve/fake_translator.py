@@ -18,7 +18,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from enzh.runtime.adapter import LANGUAGE_TOKEN
-from enzh.runtime.engine import ModelInfo, TextAlignment
+from enzh.runtime.confidence import UNCHANGED, Confidence
+from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
 from enzh.runtime.segment import PreparedText, assemble_text, prepare_text
 
 HANS, HANT = ">>cmn_Hans<<", ">>cmn_Hant<<"
@@ -103,7 +104,23 @@ class FakeTranslator:
         raise NotImplementedError("the HTTP tests' stand-in translates through generate_ids only")
 
     def translate_detailed(self, texts: Sequence[str], **options: Any) -> list[Any]:
-        raise NotImplementedError("the HTTP tests' stand-in has no n-best lists")
+        """One Translation per text, its only alternative itself, without scores or alignments (what a stand-in
+        may leave out)."""
+        if options.get("alignments"):
+            raise NotImplementedError("the HTTP tests' stand-in has no aligner")
+        token = self.resolve_target(options.get("target"))
+        out = []
+        for text in texts:
+            prepared = self.prepare_text(text, token)
+            outputs = [[self.decode([ids])[0] for ids in piece] for piece in prepared.sources]
+            done = self.assemble_text(prepared, outputs)
+            others = (Alternative(text=done, token_ids=(), scores=()),) if options.get("alternatives") else ()
+            out.append(Translation(text=done, token_ids=(), scores=(), parts=0, alternatives=others))
+        return out
+
+    def assess(self, prepared: PreparedText, text: str, token_ids: Any, scores: Any, **options: Any) -> Confidence:
+        """The stand-in is sure of its upper case (its hypotheses carry no score, so the service never asks)."""
+        return UNCHANGED
 
     def align_texts(self, pairs: Sequence[tuple[str, str]], language_token: str | None) -> list[TextAlignment | None]:
         return [None] * len(pairs)

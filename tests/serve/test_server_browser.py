@@ -412,3 +412,22 @@ def test_settings_and_page_assets_are_served(server):
     assert httpx.get(server.url + "/static/nothing.js").status_code == 404
     settings = json.loads(httpx.get(server.url + "/frontend/settings").text)
     assert settings["enzh"]["demo"] is True and settings["charLimit"] > 0 and settings["keyRequired"] is False
+
+
+def test_low_confidence_mark_with_a_tooltip(page, demo_translator):
+    """Out-of-domain text gets the low-confidence mark, its score and flags in the tooltip; in-domain text none."""
+    sent = translate_requests(page)
+    page.goto("/")
+    mark = page.locator("#confidence")
+    outside = "Hello world"
+    found = demo_translator.translate_detailed([outside])[0]
+    assert found.confidence is not None and found.confidence.low  # the premise: the server flags it
+    page.locator("#source").fill(outside)
+    expect(page.locator("#result")).to_have_text(found.text)
+    expect(mark).to_be_visible()
+    expect(mark).to_have_attribute("title", re.compile(rf"Score {found.confidence.score:.2f} \(mean token"))
+    expect(mark).to_have_attribute("title", re.compile("the model was unsure"))
+    assert sent[-1]["scores"] is True and sent[-1]["q"] == outside
+    page.locator("#source").fill(WEATHER)
+    expect(page.locator("#result")).to_have_text("今天天气很好。")
+    expect(mark).to_be_hidden()

@@ -130,7 +130,35 @@ function showResult(shown) {
   result.lang = shown ? shown.target : target();
   $("copy").disabled = !(shown && shown.current);
   $("alternatives-button").disabled = !(shown && shown.current) || state.alternatives < 1;
+  showConfidence(shown && shown.current === shown.best ? shown.confidence : null);
   hideAlternatives();
+}
+
+// The server's confidence in the best translation (its translationConfidence extension): a mark with the
+// score and flags as a tooltip when it is low; nothing when it is not, or for an alternative chosen instead.
+const FLAG_NAMES = {
+  low_score: "the model was unsure of its words",
+  repetition: "the output repeats itself",
+  length_ratio: "its length is unusual for the text's",
+  copy: "the output copies the input",
+  unknown_token: "the model wrote an unknown token",
+};
+
+function showConfidence(confidence) {
+  const mark = $("confidence");
+  const low = Boolean(confidence && confidence.low_confidence);
+  mark.hidden = !low;
+  if (!low) {
+    mark.removeAttribute("title");
+    return;
+  }
+  const flags = Array.isArray(confidence.flags) ? confidence.flags : [];
+  const reasons = flags.map((flag) => FLAG_NAMES[flag] || flag).join("; ");
+  const score = Number(confidence.score);
+  mark.title =
+    `This translation may be wrong: ${reasons || "low score"}. ` +
+    `Score ${Number.isFinite(score) ? score.toFixed(2) : "?"} (mean token log-probability; 0 is certain).`;
+  mark.setAttribute("aria-label", `Low confidence. ${mark.title}`);
 }
 
 function abortText() {
@@ -169,11 +197,13 @@ async function translateNow() {
   setBusy(true);
   const started = performance.now();
   try {
-    const body = await postJson("translate", translatePayload(text, targetCode), controller.signal);
+    const payload = translatePayload(text, targetCode, { scores: true });
+    const body = await postJson("translate", payload, controller.signal);
     if (state.controller !== controller) return;
     const best = translatedString(body);
     showDetected(body.detectedLanguage);
-    showResult({ source: text, target: targetCode, best, current: best, alternatives: null });
+    const confidence = body.translationConfidence || null;
+    showResult({ source: text, target: targetCode, best, current: best, alternatives: null, confidence });
     setText("timing", `${Math.round(performance.now() - started)} ms`);
   } catch (error) {
     if (error.name === "AbortError" || state.controller !== controller) return;
@@ -227,6 +257,7 @@ function useAlternative(text) {
   if (!shown) return;
   shown.current = text;
   $("result").textContent = text;
+  showConfidence(text === shown.best ? shown.confidence : null); // scored: the best translation only
   for (const button of $("alternatives").querySelectorAll("button")) {
     button.setAttribute("aria-pressed", String(button.textContent === text));
   }
