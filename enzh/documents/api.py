@@ -13,6 +13,7 @@ from enzh.documents.encoding import DecodedText, decode_text
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Format, Units, get_format, resolve_format
 from enzh.documents.inline import SentenceTranslator, translate_blocks
+from enzh.documents.limits import check_blocks
 from enzh.documents.options import DocumentOptions
 from enzh.runtime.router import detect_script
 from enzh.runtime.segment import reading
@@ -49,7 +50,9 @@ def _parse(data: str | bytes, options: DocumentOptions, name: str) -> Parsed:
         source = decoded.text
     elif not isinstance(data, str):
         raise DocumentError(f"data must be str or bytes, got {type(data).__name__}")
-    return Parsed(implementation, implementation.read(source, options.field), decoded)
+    units = implementation.read(source, options.field)
+    check_blocks(units.blocks)  # every format: marks in all and their nesting (enzh.documents.limits)
+    return Parsed(implementation, units, decoded)
 
 
 def detect_language(data: str | bytes, options: DocumentOptions, name: str = "the input") -> str | None:

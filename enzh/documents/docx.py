@@ -21,6 +21,7 @@ from typing import Any
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
+from enzh.documents.limits import check_zip
 from enzh.documents.markup import Tag, Text, arrange, tag_of
 from enzh.runtime.optional import import_optional
 from enzh.runtime.segment import needs_translation
@@ -38,6 +39,7 @@ class DocxFormat:
 
     def read(self, source: bytes, field: str | None = None) -> Units:
         docx = import_optional("docx", "Word (.docx) translation")
+        check_zip(source)  # members' declared sizes, count and ratio, before python-docx inflates anything
         try:
             document = docx.Document(io.BytesIO(source))
         except Exception as exc:  # python-docx raises zipfile, KeyError and its own errors for a bad package

@@ -28,6 +28,7 @@ from html.parser import HTMLParser
 
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, SentenceTranslator, TranslatedBlock, translate_blocks
+from enzh.documents.limits import check_count, check_depth
 from enzh.documents.markup import Tag, render
 from enzh.runtime.segment import needs_translation
 
@@ -183,10 +184,13 @@ class _Unit:
         self.pending = []
 
     def point(self, kind: str, raw: str, token: int = -1) -> None:
+        check_count(len(self.marks) + 1)
         self.marks.append(_MarkDraft(self.length, kind, raw, self.parent(), token, end=self.length))
 
     def open(self, token: Token, index: int) -> None:
         self._space()  # the space before a tag is not inside its mark
+        check_depth(len(self.stack) + 1)  # refused while reading: the nesting is never walked
+        check_count(len(self.marks) + 1)
         self.marks.append(_MarkDraft(self.length, token.name, token.raw, self.parent(), index))
         self.stack.append(len(self.marks) - 1)
 

@@ -35,6 +35,7 @@ the fallback.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
@@ -215,39 +216,45 @@ class _Layout:
         return layout
 
     def _cut(self) -> None:
-        """Fragments of every mark, each in the sentences it overlaps (a zero-width mark in exactly one)."""
+        """Fragments of every mark, each in the sentences it overlaps (a zero-width mark in exactly one). Sentences
+        are in order, so those a span overlaps are a run found by bisection: linear in the marks, not quadratic."""
+        los = [s.lo for s in self.sentences]
+        his = [s.hi for s in self.sentences]
         where: dict[int, set[int]] = {}  # mark -> sentences holding one of its fragments
+        first: dict[int, int] = {}  # mark -> the first of them (its lowest)
+        fragment_of: dict[tuple[int, int], int] = {}  # (sentence, mark) -> index of its fragment there
+
+        def add(k: int, i: int, a: int, b: int, p: int, literal: bool) -> None:
+            s = self.sentences[k]
+            fragment_of.setdefault((k, i), len(s.fragments))
+            s.fragments.append(Fragment(i, a, b, fragment_of.get((k, p), -1), literal))
+            where.setdefault(i, set()).add(k)
+            first.setdefault(i, k)
+
         for i, (start, end) in enumerate(self.spans):
             p = self.parents[i]
             literal = _is_literal(self.block.marks[i])
-            hits = [k for k, s in enumerate(self.sentences) if start < s.hi and s.lo < end]
+            hits = range(bisect.bisect_right(his, start), bisect.bisect_left(los, end))  # start < hi, lo < end
             if not hits:  # zero-width, or only whitespace between sentences: a point in one sentence
-                k = self._point_sentence(start, where.get(p) if p >= 0 else None)
+                k = self._point_sentence(los, his, start, where.get(p) if p >= 0 else None, first.get(p, 0))
                 s = self.sentences[k]
                 local = min(max(start - s.lo, 0), s.hi - s.lo)
-                s.fragments.append(Fragment(i, local, local, self._parent_fragment(s, p), literal))
-                where.setdefault(i, set()).add(k)
+                add(k, i, local, local, p, literal)
                 continue
             for k in hits:
                 s = self.sentences[k]
-                a, b = max(start, s.lo) - s.lo, min(end, s.hi) - s.lo
-                s.fragments.append(Fragment(i, a, b, self._parent_fragment(s, p), literal))
-                where.setdefault(i, set()).add(k)
-
-    def _point_sentence(self, offset: int, allowed: set[int] | None) -> int:
-        candidates = [k for k, s in enumerate(self.sentences) if s.lo <= offset <= s.hi] or [
-            max([k for k, s in enumerate(self.sentences) if s.hi <= offset], default=0)
-        ]
-        if allowed:
-            candidates = [k for k in candidates if k in allowed] or [min(allowed)]
-        return candidates[0]
+                add(k, i, max(start, s.lo) - s.lo, min(end, s.hi) - s.lo, p, literal)
 
     @staticmethod
-    def _parent_fragment(sentence: _Sentence, parent: int) -> int:
-        for j, fragment in enumerate(sentence.fragments):
-            if fragment.mark == parent:
-                return j
-        return -1
+    def _point_sentence(los: list[int], his: list[int], offset: int, allowed: set[int] | None, lowest: int) -> int:
+        """The first sentence holding ``offset`` (else the last before it) that is ``allowed`` (else the lowest
+        allowed one, ``lowest``)."""
+        candidates: Sequence[int] = range(bisect.bisect_left(his, offset), bisect.bisect_right(los, offset))
+        if not candidates:  # lo <= offset <= hi for none: the last sentence that ends before it
+            candidates = [max(bisect.bisect_right(his, offset) - 1, 0)]
+        if allowed:
+            return next((k for k in candidates if k in allowed), lowest)
+        return candidates[0]
 
     def requests(self, ask: Callable[[str], int]) -> _Requests:
         """Ask for each sentence's translation and each fragment's anchor translation (indices into the batch)."""

@@ -23,6 +23,7 @@ from typing import Any
 
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
+from enzh.documents.limits import check_depth
 from enzh.documents.markup import Tag, Token, break_gaps, sentence_breaks, tag_of, tokens
 from enzh.runtime.optional import import_optional
 from enzh.runtime.segment import needs_translation
@@ -147,19 +148,20 @@ def _inline_block(
         return None
     text = ""
     marks: list[Mark] = []
-    open_marks: list[tuple[int, int, str]] = []  # (atom index, mark start, raw open)
+    open_marks: list[tuple[int, int, str, int]] = []  # (atom index, mark start, raw open, its number in order)
     soft: list[tuple[int, str]] = []  # (position of the space that stands for it, raw source)
     hard: list[tuple[int, str]] = []
     spans: dict[int, tuple[int, int, Tag]] = {}
     order: list[int] = []  # atom index of each mark, in order of opening
     for i, (atom, atom_raw) in enumerate(zip(atoms, raw, strict=True)):
-        parent = order.index(open_marks[-1][0]) if open_marks else None
+        parent = open_marks[-1][3] if open_marks else None
         if atom.kind == "open":
-            open_marks.append((i, len(text), atom_raw))
+            check_depth(len(open_marks) + 1)  # refused while reading (markdown-it itself nests them flat)
+            open_marks.append((i, len(text), atom_raw, len(order)))
             order.append(i)
         elif atom.kind == "close":
-            j, start, raw_open = open_marks.pop()
-            parent = order.index(open_marks[-1][0]) if open_marks else None
+            j, start, raw_open, _ = open_marks.pop()
+            parent = open_marks[-1][3] if open_marks else None
             spans[j] = (start, len(text), Tag(atoms[j].mark, raw_open, atom_raw, parent))
         elif atom.kind == "verbatim":
             order.append(i)

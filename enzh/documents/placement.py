@@ -22,6 +22,7 @@ do and moves every boundary off a UTF-16 surrogate pair or a combining sequence.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -193,12 +194,11 @@ class _Solver:
             assert placed is not None
             self._node(k, placed.start, placed.end, self.fragments[k].start, self.fragments[k].end)
 
-    def _plausible(self, k: int, lo: int, hi: int) -> bool:
-        """Whether fragment ``k`` may wrap the gap ``[lo, hi)``: not when its anchor or aligned range was elsewhere
-        (and dropped to keep the order), nor when the gap is only punctuation, nor when its own translation shares
-        no character with the gap."""
-        gap = self.output[lo:hi]
-        if self.sure[k] is not None or self.aligned[k] is not None or not any(not _is_edge(ch) for ch in gap):
+    def _plausible(self, k: int, gap: set[str]) -> bool:
+        """Whether fragment ``k`` may wrap a gap holding the characters ``gap``: not when its anchor or aligned
+        range was elsewhere (and dropped to keep the order), nor when the gap is only punctuation, nor when its own
+        translation shares no character with the gap."""
+        if self.sure[k] is not None or self.aligned[k] is not None or all(_is_edge(ch) for ch in gap):
             return False
         own = [ch for ch in self.anchors[k] or "" if not _is_edge(ch)]
         return not own or any(ch in gap for ch in own)
@@ -216,9 +216,11 @@ class _Solver:
         left = self.source[source_lo:first].strip() != ""
         right = self.source[last:source_hi].strip() != ""
         inner_lo, inner_hi = _trim(self.output, lo, hi, left, right)
-        eligible = [k for k in wide if self._plausible(k, inner_lo, inner_hi)]
+        gap = set(self.output[inner_lo:inner_hi])  # once for the run (siblings may be thousands)
+        eligible = [k for k in wide if self._plausible(k, gap)]
         chosen = max(eligible, key=lambda k: fragments[k].end - fragments[k].start, default=None)
         index = run.index(chosen) if chosen is not None else len(run)
+        wide_set = set(wide)
         cursor = lo
         for position, k in enumerate(run):
             if k == chosen:
@@ -233,7 +235,7 @@ class _Solver:
                 )
                 if chosen is not None:
                     at = min(at, inner_lo) if position < index else max(at, inner_hi)
-            self.result[k] = Placed(at, at, "empty" if k in wide else "point")
+            self.result[k] = Placed(at, at, "empty" if k in wide_set else "point")
             cursor = at
 
 
@@ -242,13 +244,28 @@ def _chain(candidates: list[tuple[int, tuple[int, int] | None, bool]], lo: int, 
     most sure ones, then the most in all, then the longest in total (an aligned range never displaces an anchor)."""
     usable = [(k, r, sure) for k, r, sure in candidates if r is not None and lo <= r[0] < r[1] <= hi]
     best: list[tuple[int, int, int, int]] = []  # per usable item: (sure, count, total length, previous item or -1)
+    # The best earlier chain ending at or before each start, from a Fenwick tree of prefix maxima over the ends
+    # (n log n: a sentence may have thousands of marks side by side).
+    ends = sorted({r[1] for _, r, _ in usable})
+    tree: list[tuple[int, int, int, int] | None] = [None] * (len(ends) + 1)
     for i, (_, (start, end), sure) in enumerate(usable):
         score = (int(sure), 1, end - start, -1)
-        for j in range(i):
-            if usable[j][1][1] <= start:
-                count_sure, count, length, _ = best[j]
-                score = max(score, (count_sure + sure, count + 1, length + end - start, j))
+        position, previous = bisect.bisect_right(ends, start), None
+        while position > 0:
+            found = tree[position]
+            if found is not None and (previous is None or found > previous):
+                previous = found
+            position -= position & -position
+        if previous is not None:
+            count_sure, count, length, j = previous
+            score = (count_sure + sure, count + 1, length + end - start, j)
         best.append(score)
+        position, entry = bisect.bisect_left(ends, end) + 1, (*score[:3], i)
+        while position <= len(ends):
+            held = tree[position]
+            if held is None or entry > held:
+                tree[position] = entry
+            position += position & -position
     if not best:
         return {}
     i = max(range(len(best)), key=lambda j: best[j][:3])

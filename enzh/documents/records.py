@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,6 +70,10 @@ def _field_span(line: str, name: str, number: int) -> tuple[str | None, int, int
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise DocumentError(f"line {number} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # the C scanner gives up at Python's recursion limit, after a few microseconds
+        raise DocumentError(
+            f"line {number} nests JSON arrays or objects deeper than the parser's limit ({sys.getrecursionlimit()})"
+        ) from None
     if not isinstance(record, dict):
         raise DocumentError(f"line {number} is a JSON {type(record).__name__}, not an object with a {name!r} field")
     if name not in record:

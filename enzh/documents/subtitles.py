@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
+from enzh.documents.limits import check_depth
 from enzh.documents.markup import Tag, Token, break_gaps, sentence_breaks, tag_of, tokens
 from enzh.runtime.segment import needs_translation
 
@@ -153,6 +154,7 @@ def _parse_cue(cue: _Cue, texts: list[str], vtt: bool) -> None:
             parents.append(stack[-1][1] if stack else None)
             marks.append(_Raw(len(text), len(text), raw))
             if opened and not raw.endswith("/>"):
+                check_depth(len(stack) + 1)  # refused while reading: each tag looks through the open ones
                 stack.append((opened.group(1).lower(), len(marks) - 1))
         text += _decode(line[position:], vtt)
     tags = [Tag("tag", m.raw, m.close) if m.close is not None else Tag("point", verbatim=m.raw) for m in marks]
