@@ -50,6 +50,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--char-limit", type=int, metavar="N", default=defaults.char_limit, help="characters/min per key")
     p.add_argument("--header-timeout-s", type=float, default=defaults.header_timeout_s, help="close stalled requests")
     p.add_argument("--cors-origins", metavar="ORIGINS", default=defaults.cors_origins, help="'*' or a,b (or none)")
+    p.add_argument(
+        "--trusted-proxies",
+        metavar="ADDRESSES",
+        default=defaults.trusted_proxies,
+        help="proxies (a,b or CIDRs) whose X-Forwarded-For names the client (default none, not even loopback)",
+    )
     # LibreTranslate API (docs/server.md "LibreTranslate API")
     p.add_argument("--max-alternatives", type=int, default=defaults.max_alternatives, help="per text, at most")
     p.add_argument("--download-ttl-s", type=float, default=defaults.download_ttl_s, help="translated files kept")
@@ -87,6 +93,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         char_limit=args.char_limit,
         header_timeout_s=args.header_timeout_s,
         cors_origins=args.cors_origins,
+        trusted_proxies=args.trusted_proxies,
     )
 
 

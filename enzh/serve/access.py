@@ -7,29 +7,37 @@ for /v1/translate, whose body takes no unknown fields); else 403. With ``req_lim
 own limits), a client over its limit gets 429 + Retry-After (:mod:`enzh.serve.limits`); without keys the client
 is its address. Errors have the shape of the endpoint's API (LibreTranslate's ``{"error": message}`` or /v1's).
 
-A raw ASGI middleware inside the body limit: it reads the (capped) body once, decides, and replays the body to
-the route, so the routes need to know nothing of keys. Keys are looked up by hash and never logged.
+A raw ASGI middleware inside the body limit: it reads the (capped) body once, takes its fields with the route's
+own reader (so the characters counted are those the route translates, ``q`` of the query string included),
+decides, and replays the body to the route, so the routes need to know nothing of keys. Keys are looked up by
+hash and never logged. The client's address is the connection's: X-Forwarded-For and X-Real-IP count only
+from ``trusted_proxies`` (:func:`client_address`).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
+import ipaddress
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
+from starlette.datastructures import UploadFile
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
 
-from enzh.serve.errors import BodyTooLarge, error_for_path
+from enzh.serve.errors import ApiError, BodyTooLarge, error_for_path
 from enzh.serve.keys import KeyStore
+from enzh.serve.libre_request import read_fields
 from enzh.serve.limits import Limiter, Limits
 from enzh.serve.middleware import ASGIApp, Message, Receive, Scope, Send
 from enzh.serve.options import ServeOptions
+from enzh.serve.payload import read_payload
 
-GUARDED_PATHS = frozenset({"/translate", "/translate_file", "/detect", "/suggest", "/v1/translate"})
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+V1_PATH = "/v1/translate"  # its route reads JSON (enzh.serve.payload); the others as LibreTranslate does
+GUARDED_PATHS = frozenset({"/translate", "/translate_file", "/detect", "/suggest", V1_PATH})
 KEY_FIELDS = ("api_key", "apiKey")
 TEXT_FIELDS = ("q", "text")  # LibreTranslate's and /v1's; their characters count against char limits
 
@@ -51,8 +59,8 @@ class Call:
     """What the guard needs to know of one request."""
 
     key: str | None  # None: no key sent
-    address: str  # the client's address (uvicorn takes it from X-Forwarded-For of a trusted proxy)
-    chars: int  # characters to translate (a file counts its bytes)
+    address: str  # the client's address (:func:`client_address`)
+    chars: int  # characters to translate, as the route reads them (a file counts its bytes)
 
 
 class Guard:
@@ -62,6 +70,7 @@ class Guard:
         self.store = store
         self.defaults = Limits(requests=options.req_limit, chars=options.char_limit)
         self.limiter = limiter or Limiter()
+        self.proxies = options.trusted_networks()
 
     def admit(self, call: Call) -> Denial | None:
         client, limits = "address:" + call.address, self.defaults
@@ -109,7 +118,7 @@ class AccessMiddleware:
                 scope, receive, send
             )
             return
-        denial = self.guard.admit(_call(scope, body))
+        denial = self.guard.admit(await _call(scope, body, self.guard.proxies))
         replay = _replaying(body, receive)
         if denial is None:
             await self.app(scope, replay, send)
@@ -177,18 +186,72 @@ def _raising(exc: Exception) -> Receive:
     return receive
 
 
-def _call(scope: Scope, body: bytes) -> Call:
+async def _call(scope: Scope, body: bytes, proxies: Sequence[Network]) -> Call:
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", ())}
-    fields, file_bytes = _body_fields(headers.get("content-type", ""), body)
+    fields = await _fields(scope, body)
     query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
     scheme, _, credentials = headers.get("authorization", "").partition(" ")
     candidates = [credentials.strip() if scheme.lower() == "bearer" else None]
     # the query string before the body, as LibreTranslate reads it (Flask's request.values)
     candidates += [query.get(name) for name in KEY_FIELDS] + [fields.get(name) for name in KEY_FIELDS]
     key = next((c for c in candidates if isinstance(c, str) and c), None)
+    file_bytes = sum(value.size or 0 for value in fields.values() if isinstance(value, UploadFile))
     chars = file_bytes + sum(_chars(fields.get(name)) for name in TEXT_FIELDS)
+    return Call(key=key, address=client_address(scope, headers, proxies), chars=chars)
+
+
+async def _fields(scope: Scope, body: bytes) -> dict[str, Any]:
+    """The request's fields read by its route's own reader (:func:`enzh.serve.libre_request.read_fields`, or
+    :func:`enzh.serve.payload.read_payload` for /v1), so that what is counted is what the route translates: the
+    query string's ``q`` too, a multipart body parsed by the same parser. {} when the reader refuses the request
+    (the route then answers the error)."""
+    request = Request(scope, _once(body))
+    try:
+        if scope.get("path") == V1_PATH:
+            data = await read_payload(request, form=False)
+            return data if isinstance(data, dict) else {}
+        values = (await read_fields(request)).values
+    except ApiError:
+        return {}
+    for value in values.values():
+        if isinstance(value, UploadFile):  # its size is known now; the route reads the body again for itself
+            await value.close()
+    return values
+
+
+def client_address(scope: Scope, headers: dict[str, str], proxies: Sequence[Network]) -> str:
+    """The client's address: the connection's peer as uvicorn gives it (uvicorn takes it from X-Forwarded-For
+    only when the peer is one of ``trusted_proxies``, :func:`enzh.serve.run.proxy_settings`), or X-Real-IP when
+    that address is itself a trusted proxy. Without trusted proxies both headers are ignored."""
     client = scope.get("client")
-    return Call(key=key, address=str(client[0]) if client else "unknown", chars=chars)
+    address = str(client[0]) if client else "unknown"
+    peer = _ip(address)
+    if peer is not None and any(peer in network for network in proxies):
+        real = _ip(headers.get("x-real-ip", ""))
+        if real is not None:
+            return str(real)
+    return address
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+
+
+def _once(body: bytes) -> Receive:
+    """A ``receive`` that gives ``body`` (read already), then says the client has gone."""
+    pending = True
+
+    async def receive() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return receive
 
 
 def _chars(value: Any) -> int:
@@ -197,61 +260,3 @@ def _chars(value: Any) -> int:
     if isinstance(value, list):
         return sum(len(v) for v in value if isinstance(v, str))
     return 0
-
-
-def _body_fields(content_type: str, body: bytes) -> tuple[dict[str, Any], int]:
-    """The body's fields (JSON object, url-encoded or multipart form; {} if none parse) and its files' bytes."""
-    media, _, params = content_type.partition(";")
-    media = media.strip().lower()
-    try:
-        if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
-            data = json.loads(body)
-            return (data if isinstance(data, dict) else {}), 0
-        if media == "application/x-www-form-urlencoded":
-            return _form_fields(parse_qsl(body.decode("utf-8"), keep_blank_values=True)), 0
-        if media == "multipart/form-data":
-            return _multipart_fields(params, body)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8: no key, no text (the route answers the 400)
-        pass
-    return {}, 0
-
-
-def _form_fields(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in fields:  # a repeated field (several q): a list
-            previous = fields[name]
-            fields[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
-        else:
-            fields[name] = value
-    return fields
-
-
-_BOUNDARY = re.compile(r'boundary="?([^";]+)"?', re.IGNORECASE)
-_NAME = re.compile(rb'(?:^|;)\s*name="([^"]*)"', re.IGNORECASE)
-_FILENAME = re.compile(rb";\s*filename\*?=", re.IGNORECASE)
-
-
-def _multipart_fields(params: str, body: bytes) -> tuple[dict[str, Any], int]:
-    """The text fields of a multipart body (each field once) and the bytes of its files."""
-    found = _BOUNDARY.search(params)
-    if not found:
-        return {}, 0
-    pairs: list[tuple[str, str]] = []
-    file_bytes = 0
-    for part in body.split(b"--" + found.group(1).encode("latin-1"))[1:]:
-        if part.startswith(b"--"):  # the closing delimiter
-            break
-        head, separator, data = part.partition(b"\r\n\r\n")
-        if not separator:
-            continue
-        data = data.removesuffix(b"\r\n")
-        disposition = next(
-            (line for line in head.split(b"\r\n") if line.lower().startswith(b"content-disposition")), b""
-        )
-        name = _NAME.search(disposition.partition(b":")[2])
-        if _FILENAME.search(disposition):
-            file_bytes += len(data)
-        elif name:
-            pairs.append((name.group(1).decode("utf-8", "replace"), data.decode("utf-8", "replace")))
-    return _form_fields(pairs), file_bytes

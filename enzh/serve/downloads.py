@@ -20,14 +20,21 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 _ID = re.compile(r"[0-9a-f]{32}")
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+# Removed from names: controls (Cc), format characters (Cf: the bidi overrides and isolates U+202A-202E and
+# U+2066-2069, zero-width ones, U+FEFF), lone surrogates (Cs) and the line and paragraph separators (Zl, Zp).
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 MAX_NAME = 200  # characters of a stored file name
+# On every download answer: browsers must not guess another type than the one sent (HTML from a .txt).
+DOWNLOAD_HEADERS = {"X-Content-Type-Options": "nosniff"}
 
 
 def safe_name(filename: str, default: str) -> str:
-    """The last component of an uploaded file's name, without characters a file system or a header would mind;
-    ``default`` when nothing is left."""
+    """The last component of an uploaded file's name, without characters a file system or a header would mind
+    (replaced by ``_``) and without control, format and bidi characters (removed: U+202E would show
+    ``evil<U+202E>txt.exe`` as ``evilexe.txt``); ``default`` when nothing is left."""
     name = PureWindowsPath(PurePosixPath(filename).name).name  # drop any folder, POSIX or Windows style
-    name = _UNSAFE.sub("_", unicodedata.normalize("NFC", name)).strip(" .")
+    name = "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) not in _INVISIBLE)
+    name = _UNSAFE.sub("_", name).strip(" .")
     if len(name) > MAX_NAME:
         stem, dot, suffix = name.rpartition(".")
         name = (stem[: MAX_NAME - len(suffix) - 1] + dot + suffix) if dot and len(suffix) < 16 else name[:MAX_NAME]

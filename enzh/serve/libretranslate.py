@@ -36,7 +36,7 @@ from enzh.documents.options import DocumentOptions
 from enzh.runtime.default_model import DEMO_NAME, demo_name
 from enzh.runtime.router import base_language
 from enzh.serve import libre_schemas as schemas
-from enzh.serve.downloads import FileStore, safe_name
+from enzh.serve.downloads import DOWNLOAD_HEADERS, FileStore, safe_name
 from enzh.serve.errors import ApiError, LibreError, json_response
 from enzh.serve.langid import Detector, Guess
 from enzh.serve.libre_request import (
@@ -338,9 +338,9 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
     async def download_file(file_id: str, name: str) -> Response:
         path = store.get(file_id, name)
         if path is None:
-            raise LibreError(404, "This file does not exist or has expired; translate it again")
+            raise LibreError(404, "This file does not exist or has expired; translate it again", DOWNLOAD_HEADERS)
         media = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        return FileResponse(path, filename=name, media_type=media)
+        return FileResponse(path, filename=name, media_type=media, headers=DOWNLOAD_HEADERS)
 
 
 def _doc(language: str) -> str:

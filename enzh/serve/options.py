@@ -5,6 +5,7 @@ Imports nothing of the web stack, so the command line can build options without 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass
 
@@ -45,6 +46,9 @@ class ServeOptions:
     char_limit: int = 0  # characters per minute, likewise; a key's own limits in the store replace both
     header_timeout_s: float = 10.0  # a request head must arrive within this, a body may pause at most this long
     cors_origins: str = ""  # "" = no CORS headers, "*" = any origin, else comma-separated origins
+    # comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For (X-Real-IP) names the client;
+    # "" = none: those headers are ignored, loopback included, and a client is the address it connects from
+    trusted_proxies: str = ""
     # -- LibreTranslate API (enzh.serve.libretranslate, modes, files; docs/server.md "LibreTranslate API")
     max_alternatives: int = 3  # most alternatives a request may ask for (at most beam size - 1 are found)
     download_ttl_s: float = 1800.0  # how long a file translated by /translate_file can be downloaded
@@ -107,6 +111,11 @@ class ServeOptions:
             f"header_timeout_s must be a finite number > 0, got {self.header_timeout_s!r}",
         )
         require(self.api_keys is None or bool(self.api_keys), "api_keys must be the path of a key store")
+        require(
+            isinstance(self.trusted_proxies, str), f"trusted_proxies must be a string, got {self.trusted_proxies!r}"
+        )
+        for proxy in self.trusted_proxy_list():
+            require(_is_network(proxy), f"trusted_proxies must be IP addresses or networks (CIDR), got {proxy!r}")
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -117,6 +126,14 @@ class ServeOptions:
         """The origins of ``cors_origins`` (empty: no CORS headers)."""
         return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
 
+    def trusted_proxy_list(self) -> list[str]:
+        """The addresses and networks of ``trusted_proxies`` (empty: no proxy is trusted)."""
+        return [proxy.strip() for proxy in self.trusted_proxies.split(",") if proxy.strip()]
+
+    def trusted_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        """``trusted_proxies`` as networks (an address is a network of one: ``10.0.0.1`` is ``10.0.0.1/32``)."""
+        return [ipaddress.ip_network(proxy, strict=False) for proxy in self.trusted_proxy_list()]
+
     def scheduler_options(self) -> SchedulerOptions:
         return SchedulerOptions(
             max_batch_tokens=self.max_batch_tokens,
@@ -124,3 +141,12 @@ class ServeOptions:
             max_queue_size=self.max_queue_size,
             batching=self.batching,
         )
+
+
+def _is_network(text: str) -> bool:
+    """Whether ``text`` is an IP address or network (``10.0.0.0/8``, ``::1``)."""
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True

@@ -20,6 +20,12 @@ from enzh.serve.options import ENV_OPTIONS, ServeOptions
 APP_FACTORY = "enzh.serve.app:app_from_env"
 
 
+def proxy_settings(options: ServeOptions) -> dict[str, Any]:
+    """uvicorn's settings for ``options.trusted_proxies``: its proxy headers off when no proxy is trusted."""
+    proxies = [str(network) for network in options.trusted_networks()]
+    return {"proxy_headers": bool(proxies), "forwarded_allow_ips": proxies}
+
+
 def serve(options: ServeOptions, log_level: str = "info") -> None:
     """Run the service with uvicorn (blocks until SIGTERM/SIGINT and the drain are over)."""
     for module in ("fastapi", "prometheus_client"):
@@ -41,6 +47,8 @@ def serve(options: ServeOptions, log_level: str = "info") -> None:
         timeout_graceful_shutdown=int(options.drain_timeout_s) + 5,
         access_log=False,
         http=http_protocol(options.header_timeout_s),  # closes stalled connections (uvicorn has no such timeout)
+        # X-Forwarded-For/-Proto only from the trusted proxies (uvicorn's default would trust 127.0.0.1 and ::1)
+        **proxy_settings(options),
     )
     if options.workers > 1:
         shared = None

@@ -28,6 +28,7 @@ from enzh.runtime.default_model import DEMO_DIR, DEMO_TEST_SET, DEMO_ZH_EN_DIR
 from enzh.serve.app import create_app
 from enzh.serve.options import ServeOptions
 from enzh.serve.protocol import http_protocol
+from enzh.serve.run import proxy_settings
 from enzh.tools.server_bench import wait_ready
 
 # Sentences from the demo model's domain (its held-out test set), for realistic mixed-length requests.
@@ -126,8 +127,8 @@ def wait_ready_url(url: str, timeout: float) -> None:
 
 @contextlib.contextmanager
 def running(options: ServeOptions, translator: Any = None, *, wait_ready: bool = True) -> Iterator[ThreadServer]:
-    http = http_protocol(options.header_timeout_s)  # as `enzh serve` runs it
-    server = ThreadServer(create_app(options, translator), http=http).start(wait_ready=wait_ready)
+    settings = dict(http=http_protocol(options.header_timeout_s), **proxy_settings(options))  # as `enzh serve`
+    server = ThreadServer(create_app(options, translator), **settings).start(wait_ready=wait_ready)
     try:
         yield server
     finally:

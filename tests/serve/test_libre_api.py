@@ -321,9 +321,11 @@ def test_downloads_keep_a_safe_name_and_expire(tmp_path):
         download = client.get(url)
         assert download.text == fake_translation("hello there.")
         assert "filename*=utf-8''%E6%8A%A5%E5%91%8A.txt" in download.headers["content-disposition"]
+        assert download.headers["x-content-type-options"] == "nosniff"  # a browser takes the type sent
         assert len(list(tmp_path.iterdir())) == 1
         time.sleep(0.6)
-        assert error_of(client.get(url), 404)
+        expired = client.get(url)
+        assert error_of(expired, 404) and expired.headers["x-content-type-options"] == "nosniff"
         client.post("/translate_file", files={"file": ("b.txt", b"more.")})  # storing sweeps the expired ones
         assert len(list(tmp_path.iterdir())) == 1
 
@@ -335,6 +337,32 @@ def test_safe_names():
     assert safe_name(".hidden.txt", "x") == "hidden.txt"
     long = safe_name("y" * 300 + ".txt", "x")
     assert len(long) == 200 and long.endswith(".txt")
+
+
+def test_safe_names_drop_control_and_bidi_characters():
+    """U+202E would show "invoice\u202etxt.exe" as "invoiceexe.txt"; controls and format characters go too."""
+    assert safe_name("invoice\u202etxt.exe", "x") == "invoicetxt.exe"
+    assert safe_name("a\u202ab\u202cc\u2066d\u2069\u200e\u200f\u061c.txt", "x") == "abcd.txt"  # embeddings, isolates
+    assert safe_name("zero\u200bwidth\ufeff\u00ad.txt", "x") == "zerowidth.txt"  # Cf: ZWSP, BOM, soft hyphen
+    assert safe_name("tab\there\x00\x1b[31m\x7f\x85.txt", "x") == "tabhere[31m.txt"  # Cc, C1 included
+    assert safe_name("line\u2028para\u2029.txt", "x") == "linepara.txt"
+    assert safe_name("\u202e\u202d", "x") == safe_name(".\u202e.", "x") == "x"
+    assert safe_name("报告 2024.txt", "x") == "报告 2024.txt"  # letters and spaces stay
+
+
+def test_uploads_with_bidi_names_are_stored_and_downloaded_without_them(tmp_path):
+    with in_process(ServeOptions(files_dir=str(tmp_path)), FakeTranslator()) as client:
+        answer = client.post("/translate_file", files={"file": ("report\u202etxt.html\u200b", b"<p>Hi.</p>")})
+        url = answer.json()["translatedFileUrl"]
+        assert url.endswith("/reporttxt.html")
+        [stored] = [f.name for folder in tmp_path.iterdir() for f in folder.iterdir()]
+        assert stored == "reporttxt.html"
+        download = client.get(url)
+        assert download.status_code == 200 and download.headers["content-type"].startswith("text/html")
+        assert download.headers["x-content-type-options"] == "nosniff"
+        assert download.headers["content-disposition"].startswith("attachment")
+        file_id = url.split("/")[-2]
+        assert error_of(client.get(f"/download_file/{file_id}/report%E2%80%AEtxt.html"), 404)
 
 
 # -- one scheduler for everything ----------------------------------------------------------------------------

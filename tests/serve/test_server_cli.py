@@ -10,7 +10,7 @@ import os
 import pytest
 
 from enzh.cli import serve as serve_cli
-from enzh.cli.main import build_parser
+from enzh.cli.main import build_parser, main
 from enzh.runtime.default_model import default_model_dirs
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
 from enzh.serve.run import APP_FACTORY
@@ -55,6 +55,8 @@ def _other_value(field: dataclasses.Field, default: object) -> object:
         return "keys.db"
     if field.name == "cors_origins":
         return "*"
+    if field.name == "trusted_proxies":
+        return "10.0.0.0/8,::1"
     if isinstance(default, int):
         return default + 1
     assert isinstance(default, float), field.name
@@ -94,6 +96,8 @@ def test_serve_runs_uvicorn_with_the_options(monkeypatch, workers):
     assert serve_cli.run(args) == 0
     [(app, kwargs)] = calls
     assert kwargs["port"] == 0 and kwargs["log_level"] == "warning" and kwargs["timeout_graceful_shutdown"] == 12
+    # no proxy is trusted by default, not even loopback (uvicorn's own default trusts 127.0.0.1 and ::1)
+    assert kwargs["proxy_headers"] is False and kwargs["forwarded_allow_ips"] == []
     if workers == 1:
         served = app.state.service.options
         assert served.drain_timeout_s == 7 and served.model_dirs == tuple(str(d) for d in default_model_dirs())
@@ -103,6 +107,20 @@ def test_serve_runs_uvicorn_with_the_options(monkeypatch, workers):
         options = ServeOptions(**json.loads(os.environ[ENV_OPTIONS]))
         assert options.workers == 3 and options.drain_timeout_s == 7
         assert options.model_dirs == tuple(str(d) for d in default_model_dirs())  # the embedded pair's
+
+
+def test_trusted_proxies_turn_on_uvicorns_proxy_headers(monkeypatch, capsys):
+    import uvicorn
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: calls.append(kwargs))
+    assert serve_cli.run(parse("--port", "0", "--trusted-proxies", "10.0.0.1, 10.1.2.3/16,::1")) == 0
+    [kwargs] = calls
+    assert kwargs["proxy_headers"] is True
+    assert kwargs["forwarded_allow_ips"] == ["10.0.0.1/32", "10.1.0.0/16", "::1/128"]  # what uvicorn reads right
+    assert main(["serve", "--port", "0", "--trusted-proxies", "localhost"]) == 2  # before uvicorn starts
+    assert "trusted_proxies must be IP addresses or networks" in capsys.readouterr().err
+    assert len(calls) == 1
 
 
 def test_model_flag_repeats_and_model_dir_still_names_one_model():

@@ -1,0 +1,135 @@
+"""Limits that cannot be sidestepped (issue 26): the client's address is the connection's unless a trusted proxy
+names another (``--trusted-proxies``), and the characters counted are those the route translates (the query
+string's ``q``, multipart bodies read by the route's own parser)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fake_translator import FakeTranslator
+from server_harness import ProcessServer, in_process
+
+from enzh.runtime.errors import OptionsError
+from enzh.serve.options import ServeOptions
+
+LIBRE = "/translate"
+TEXT = ("The weather is nice today. " * 80)[:1998]
+
+
+# -- addresses ---------------------------------------------------------------------------------------------
+
+
+def _statuses(server: ProcessServer, header: str, values: list[str]) -> list[int]:
+    return [
+        httpx.post(
+            f"{server.url}{LIBRE}", json={"q": "Hi.", "target": "zh"}, headers={header: v}, timeout=30
+        ).status_code
+        for v in values
+    ]
+
+
+def test_forwarded_addresses_are_ignored_without_trusted_proxies(demo_dir):
+    """`enzh serve` as it starts by default: loopback is no trusted proxy, so a local process cannot pick its
+    address with X-Forwarded-For or X-Real-IP (uvicorn alone would believe 127.0.0.1)."""
+    server = ProcessServer(demo_dir, "--req-limit", "5").wait_ready()
+    try:
+        forwarded = _statuses(server, "X-Forwarded-For", [f"203.0.113.{i}" for i in range(8)])
+        assert forwarded == [200] * 5 + [429] * 3
+        assert _statuses(server, "X-Real-IP", [f"198.51.100.{i}" for i in range(3)]) == [429] * 3
+    finally:
+        server.stop()
+
+
+def test_a_trusted_proxy_names_the_client(demo_dir):
+    """With the proxy trusted, every forwarded address has its own window, and one address still gets its 429."""
+    server = ProcessServer(demo_dir, "--req-limit", "5", "--trusted-proxies", "127.0.0.0/8,::1").wait_ready()
+    try:
+        assert _statuses(server, "X-Forwarded-For", [f"203.0.113.{i}" for i in range(8)]) == [200] * 8
+        assert _statuses(server, "X-Forwarded-For", ["203.0.113.50"] * 6) == [200] * 5 + [429]
+        # the proxy appends the address it saw: what the client wrote before it is not believed
+        spoofed = [f"10.9.9.{i}, 203.0.113.50" for i in range(3)]
+        assert _statuses(server, "X-Forwarded-For", spoofed) == [429] * 3
+        assert _statuses(server, "X-Real-IP", [f"198.51.100.{i}" for i in range(8)]) == [200] * 8
+        assert _statuses(server, "X-Real-IP", ["198.51.100.99"] * 6) == [200] * 5 + [429]
+    finally:
+        server.stop()
+
+
+def test_trusted_proxies_must_be_addresses_or_networks():
+    assert ServeOptions(trusted_proxies=" 10.0.0.0/8, 192.168.1.7 ,::1").trusted_proxy_list() == [
+        "10.0.0.0/8",
+        "192.168.1.7",
+        "::1",
+    ]
+    assert [str(n) for n in ServeOptions(trusted_proxies="10.1.2.3/8").trusted_networks()] == ["10.0.0.0/8"]
+    assert ServeOptions().trusted_networks() == []
+    for bad in ("localhost", "*", "10.0.0.0/33", "1.2.3"):
+        with pytest.raises(OptionsError, match="trusted_proxies"):
+            ServeOptions(trusted_proxies=bad)
+
+
+# -- characters --------------------------------------------------------------------------------------------
+
+
+def test_q_in_the_query_string_counts_against_the_char_limit():
+    """``POST /translate?q=...`` with no body is translated (LibreTranslate reads request.values): it counts."""
+    with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+        statuses = [client.post(LIBRE, params={"q": TEXT, "target": "zh"}).status_code for _ in range(3)]
+        assert statuses == [200, 429, 429]  # 1,998 + 1,998 > 3,000: the second is already over
+    with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+        form = client.post(LIBRE, params={"q": TEXT}, data={"target": "zh"})  # a form without q: the query's
+        assert form.status_code == 200
+        assert client.post(LIBRE, params={"q": TEXT}, data={"target": "zh"}).status_code == 429
+        # a JSON body's request ignores the query string (as LibreTranslate does): it is neither translated
+        # nor counted
+        assert client.post("/detect", params={"q": TEXT}, json={"q": "Hi."}).status_code == 200
+
+
+def _multipart(boundary: str, disposition: str, value: str) -> bytes:
+    return (
+        f"--{boundary}\r\nContent-Disposition: form-data; {disposition}\r\n\r\n{value}\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="target"\r\n\r\nzh\r\n--{boundary}--\r\n'
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("multipart/form-data; boundary=B", _multipart("B", "name=q", TEXT)),  # an unquoted name
+        ("multipart/form-data; boundary=decoy; boundary=real", _multipart("real", 'name="q"', TEXT)),
+        ('multipart/form-data; boundary="real"; boundary=decoy', _multipart("decoy", "name=q", TEXT)),
+        ("Multipart/Form-Data; BOUNDARY=b2", _multipart("b2", "NAME=q", TEXT)),
+    ],
+    ids=["unquoted-name", "decoy-boundary", "decoy-quoted-first", "upper-case"],
+)
+def test_multipart_bodies_are_counted_as_the_route_reads_them(content_type, body):
+    """Whatever the route reads from a multipart body, the char limit has counted: a body that is translated
+    is counted, and one that is not is a 400 for both."""
+    with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+        answers = [client.post(LIBRE, content=body, headers={"Content-Type": content_type}) for _ in range(2)]
+        if answers[0].status_code == 200:  # translated: counted, so the second is over the limit
+            assert answers[0].json()["translatedText"]
+            assert answers[1].status_code == 429, answers[1].text
+        else:
+            assert [a.status_code for a in answers] == [400, 400], [a.text for a in answers]
+
+
+def test_the_decoy_boundary_and_the_unquoted_name_are_translated_and_counted():
+    """The two bypasses of the hostile check, pinned: the route translates both bodies, so both count."""
+    cases = [
+        ("multipart/form-data; boundary=B", _multipart("B", "name=q", TEXT)),
+        ("multipart/form-data; boundary=decoy; boundary=real", _multipart("real", 'name="q"', TEXT)),
+    ]
+    for content_type, body in cases:
+        with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+            answers = [client.post(LIBRE, content=body, headers={"Content-Type": content_type}) for _ in range(2)]
+            assert [a.status_code for a in answers] == [200, 429], content_type
+            assert answers[0].json()["translatedText"].startswith("THE WEATHER IS NICE TODAY.")
+
+
+def test_multipart_text_and_file_fields_count_once():
+    with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+        files = {"file": ("a.txt", TEXT.encode(), "text/plain")}  # 1,998 bytes
+        assert client.post("/translate_file", data={"target": "zh"}, files=files).status_code == 200
+        assert client.post(LIBRE, data={"q": "x" * 1003, "target": "zh"}).status_code == 429  # 3,001
+        assert client.post(LIBRE, data={"q": "x" * 1002, "target": "zh"}).status_code == 200  # 3,000
