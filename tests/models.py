@@ -112,3 +112,25 @@ def save_for_export(model: Any, directory: Path, *, seed: int = 0) -> Path:
     (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     model.save_pretrained(directory)
     return directory
+
+
+def generate_reference(model: Any, sources: list[list[int]], pad: int, num_beams: int, max_length: int) -> Any:
+    """``model.generate()`` of the padded batch ``sources``: (each row's ids after the decoder start, up to and
+    including eos, as tuples; the raw output tensor)."""
+    import torch
+
+    from enzh.runtime.batching import pad_batch
+
+    ids, mask = pad_batch(sources, pad)
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=torch.from_numpy(ids),
+            attention_mask=torch.from_numpy(mask),
+            num_beams=num_beams,
+            max_length=max_length,
+        )
+    rows = []
+    for row in out.tolist():
+        row = row[1:]
+        rows.append(tuple(row[: row.index(0) + 1] if 0 in row else row))
+    return rows, out

@@ -6,9 +6,12 @@ package, which enzh does not depend on, so the wire format is read here directly
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sentencepiece
 
 Span = tuple[int, int]
 
@@ -58,23 +61,30 @@ def proto_pieces(data: bytes) -> list[tuple[str, int, int]]:
 def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
     """The (field number, value) pairs of one protobuf message: varints as int, length-delimited as bytes; fixed
     32/64-bit values (a piece's score) are skipped."""
-    out: list[tuple[int, int | bytes]] = []
+    return [(field, value) for field, wire, value in protobuf_fields(data) if wire in (0, 2)]
+
+
+def protobuf_fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) of one protobuf message (a SentencePiece model or result): varints and
+    fixed-width values as ints, length-delimited ones as bytes."""
     i = 0
-    while i < len(data):
+    n = len(data)
+    while i < n:
         key, i = _varint(data, i)
         field, wire = key >> 3, key & 7
         if wire == 0:
             value, i = _varint(data, i)
-            out.append((field, value))
+            yield field, wire, value
         elif wire == 2:
             length, i = _varint(data, i)
-            out.append((field, data[i : i + length]))
+            yield field, wire, data[i : i + length]
             i += length
         elif wire in (1, 5):
-            i += 8 if wire == 1 else 4
+            width = 8 if wire == 1 else 4
+            yield field, wire, int.from_bytes(data[i : i + width], "little")
+            i += width
         else:
-            raise ValueError(f"unexpected protobuf wire type {wire} in a SentencePiece result")
-    return out
+            raise ValueError(f"unexpected protobuf wire type {wire} in a SentencePiece message")
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
@@ -88,4 +98,11 @@ def _varint(data: bytes, i: int) -> tuple[int, int]:
         shift += 7
 
 
-__all__ = ["Span", "pieces_with_spans", "proto_pieces"]
+def load_spm(path: Path) -> Any:
+    """A SentencePiece model from ``path`` (ValueError naming the file when it cannot be read)."""
+    sp = sentencepiece.SentencePieceProcessor()
+    try:
+        sp.Load(str(path))
+    except (OSError, RuntimeError) as exc:
+        raise ValueError(f"cannot load SentencePiece model {path}: {exc}") from exc
+    return sp

@@ -25,9 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import sentencepiece
-
-from enzh.runtime.pieces import Span, pieces_with_spans
+from enzh.runtime.pieces import Span, load_spm, pieces_with_spans
 
 __all__ = ["MarianTokenizer", "tokenizer_for"]
 
@@ -49,15 +47,6 @@ def _split_language_code(text: str) -> tuple[str | None, str]:
         if end != -1:
             return text[: end + 2], text[end + 2 :]
     return None, text
-
-
-def _load_spm(path: Path) -> Any:
-    sp = sentencepiece.SentencePieceProcessor()
-    try:
-        sp.Load(str(path))
-    except (OSError, RuntimeError) as exc:
-        raise ValueError(f"cannot load SentencePiece model {path}: {exc}") from exc
-    return sp
 
 
 def _load_vocab(path: Path) -> dict[str, int]:
@@ -190,8 +179,8 @@ class MarianTokenizer:
                 raise FileNotFoundError(f"tokenizer file {name!r} not found in directory {str(directory)!r}")
             files[name] = file
         return cls(
-            _load_spm(files[source_spm]),
-            _load_spm(files[target_spm]),
+            load_spm(files[source_spm]),
+            load_spm(files[target_spm]),
             _load_vocab(files[vocab]),
             unk_token=unk_token,
             eos_token=eos_token,

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from transformers import MarianMTModel
 
 from enzh import Translator
@@ -15,6 +14,8 @@ from enzh.demo import HF_MODEL_DIR
 from enzh.demo.evaluate_torch import score, test_pairs
 from enzh.export.pipeline import ExportOptions, export
 from enzh.runtime.default_model import DEMO_DIR, DEMO_TEST_SET
+
+from models import generate_reference
 
 THREE = {
     "The weather is nice today.": "今天天气很好。",
@@ -70,17 +71,7 @@ def test_parity_with_transformers_on_mixed_lengths(demo, num_beams):
     assert len({len(o) for o in ours}) > 3  # really finished at different steps
 
     model = MarianMTModel.from_pretrained(HF_MODEL_DIR).eval()
-    from enzh.runtime.batching import pad_batch
-
-    ids, mask = pad_batch(sources, demo.adapter.pad_token_id)
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask), num_beams=num_beams, max_length=65
-        )
-    theirs = []
-    for row in out.tolist():
-        row = row[1:]
-        theirs.append(tuple(row[: row.index(0) + 1] if 0 in row else row))
+    theirs, _ = generate_reference(model, sources, demo.adapter.pad_token_id, num_beams, 65)
     assert ours == theirs
     singles = [demo.generate_ids([s], beam_size=num_beams, max_new_tokens=64)[0].token_ids for s in sources]
     assert singles == ours

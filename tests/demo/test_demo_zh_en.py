@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from transformers import MarianMTModel, MarianTokenizer
 
 from enzh import Translator
@@ -17,8 +16,9 @@ from enzh.demo import DIRECTIONS, direction_of
 from enzh.demo.evaluate_torch import score
 from enzh.demo.evaluate_torch import test_pairs as held_out
 from enzh.export.pipeline import ExportOptions, export
-from enzh.runtime.batching import pad_batch
 from enzh.runtime.default_model import DEMO_ZH_EN_DIR
+
+from models import generate_reference
 
 HF_DIR = DIRECTIONS["zh-en"].hf_dir
 TEST_SET = DEMO_ZH_EN_DIR / "test.tsv"
@@ -81,15 +81,7 @@ def test_parity_with_transformers_on_mixed_lengths(zh_en, num_beams):
     assert len({len(o) for o in ours}) > 3
 
     model = MarianMTModel.from_pretrained(HF_DIR).eval()
-    ids, mask = pad_batch(sources, zh_en.adapter.pad_token_id)
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask), num_beams=num_beams, max_length=65
-        )
-    theirs = []
-    for row in out.tolist():
-        row = row[1:]
-        theirs.append(tuple(row[: row.index(0) + 1] if 0 in row else row))
+    theirs, out = generate_reference(model, sources, zh_en.adapter.pad_token_id, num_beams, 65)
     assert ours == theirs
     assert zh_en.decode(ours) == tokenizer.batch_decode(out, skip_special_tokens=True)
 

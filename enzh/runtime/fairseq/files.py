@@ -9,13 +9,11 @@ import base64
 import gzip
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import sentencepiece
-
 from enzh.runtime.fairseq.added import added_from_files, token_content
+from enzh.runtime.pieces import load_spm, protobuf_fields
 
 # The file names a HF model directory uses.
 SPM_FILE = "sentencepiece.bpe.model"
@@ -44,15 +42,6 @@ def _find(directory: Path, name: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
-
-
-def load_spm(path: Path) -> Any:
-    sp = sentencepiece.SentencePieceProcessor()
-    try:
-        sp.Load(str(path))
-    except (OSError, RuntimeError) as exc:
-        raise ValueError(f"cannot load SentencePiece model {path}: {exc}") from exc
-    return sp
 
 
 def tokenizer_directory(path: str | os.PathLike[str], expected: str) -> Path:
@@ -102,45 +91,12 @@ def extra_tokens(config: dict[str, Any]) -> list[str]:
     return out
 
 
-def _protobuf_fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
-    """(field number, wire type, value) of one protobuf message; fixed-width values as raw ints."""
-    i = 0
-    n = len(data)
-    while i < n:
-        key, i = _varint(data, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(data, i)
-            yield field, wire, value
-        elif wire == 2:
-            length, i = _varint(data, i)
-            yield field, wire, data[i : i + length]
-            i += length
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            yield field, wire, int.from_bytes(data[i : i + width], "little")
-            i += width
-        else:
-            raise ValueError(f"unexpected protobuf wire type {wire} in a SentencePiece model")
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, i
-        shift += 7
-
-
 def _spm_charsmap(sp: Any) -> bytes | None:
     """The precompiled normalization rules of a loaded SentencePiece model (NormalizerSpec.precompiled_charsmap);
     None when it has none (identity normalization), as transformers' SentencePieceExtractor reports it."""
-    for field, wire, value in _protobuf_fields(sp.serialized_model_proto()):
+    for field, wire, value in protobuf_fields(sp.serialized_model_proto()):
         if field == 3 and wire == 2 and isinstance(value, bytes):  # ModelProto.normalizer_spec
-            for sub, sub_wire, item in _protobuf_fields(value):
+            for sub, sub_wire, item in protobuf_fields(value):
                 if sub == 2 and sub_wire == 2 and isinstance(item, bytes):  # precompiled_charsmap
                     return item or None
             return None

@@ -15,13 +15,13 @@ from enzh.runtime.fairseq.files import (
     SPM_FILE,
     VOCAB_FILE,
     extra_tokens,
-    load_spm,
     named_token,
     read_config,
     read_json,
     required,
     tokenizer_directory,
 )
+from enzh.runtime.pieces import load_spm
 
 # transformers' FAIRSEQ_LANGUAGE_CODES of M2M100 (and of the WMT21 models), in transformers' order (the order of
 # their ids).
