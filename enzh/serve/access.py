@@ -1,17 +1,19 @@
 """Who may translate, and how much: API keys and per-minute limits on the translation endpoints, and CORS.
 
-Off by default (a local service needs neither). With ``api_keys`` (a :class:`enzh.serve.keys.KeyStore` file),
-every POST to a translation endpoint (:data:`GUARDED_PATHS`) must carry a key of the store: ``api_key`` or
-``apiKey`` in the JSON, form or multipart body or the query string, or ``Authorization: Bearer KEY`` (the way
-for /v1/translate, whose body takes no unknown fields); else 403. With ``req_limit``/``char_limit`` (or a key's
-own limits), a client over its limit gets 429 + Retry-After (:mod:`enzh.serve.limits`); without keys the client
-is its address. Errors have the shape of the endpoint's API (LibreTranslate's ``{"error": message}`` or /v1's).
+Off by default (a local service needs neither). With ``api_keys`` (a :class:`enzh.serve.keys.KeyStore` file), every
+POST to a translation endpoint (the guarded routes of :mod:`enzh.serve.routes`) must carry a key of the store:
+``api_key`` or ``apiKey`` in the JSON, form or multipart body or the query string, or ``Authorization: Bearer KEY``
+(the way for /v1/translate, whose body takes no unknown fields); else 403. With ``req_limit``/``char_limit`` (or a
+key's own limits), a client over its limit gets 429 + Retry-After (:mod:`enzh.serve.limits`); without keys the
+client is its address. Errors have the shape of the endpoint's API (LibreTranslate's ``{"error": message}`` or
+/v1's).
 
-A raw ASGI middleware inside the body limit: it reads the (capped) body once, takes its fields with the route's
-own reader (so the characters counted are those the route translates, ``q`` of the query string included),
-decides, and replays the body to the route, so the routes need to know nothing of keys. Keys are looked up by
-hash and never logged. The client's address is the connection's: X-Forwarded-For and X-Real-IP count only
-from ``trusted_proxies`` (:func:`client_address`).
+A raw ASGI middleware inside the body limit: it reads the (capped) body once with the one body reader
+(:mod:`enzh.serve.body`), which keeps what it parsed for the route, so the characters counted are those the route
+translates (``q`` of the query string included; an uploaded file's text, not its bytes: :mod:`enzh.serve.uploads`);
+it decides, and replays the body to the route, so the routes need to know nothing of keys. Keys are looked up by
+hash and never logged. The client's address is the connection's: X-Forwarded-For and X-Real-IP count only from
+``trusted_proxies`` (:func:`client_address`).
 """
 
 from __future__ import annotations
@@ -27,19 +29,18 @@ from starlette.datastructures import UploadFile
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
+from enzh.serve.body import Body, read_body
 from enzh.serve.errors import ApiError, BodyTooLarge, error_for_path
 from enzh.serve.keys import KeyStore
-from enzh.serve.libre_request import read_fields
+from enzh.serve.libre_request import Fields, source_of, texts_in
 from enzh.serve.limits import Limiter, Limits
 from enzh.serve.middleware import ASGIApp, Message, Receive, Scope, Send
 from enzh.serve.options import ServeOptions
-from enzh.serve.payload import read_payload
+from enzh.serve.routes import BY_PATH, GUARDED_PATHS, LIBRE, Route
+from enzh.serve.uploads import upload_chars
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-V1_PATH = "/v1/translate"  # its route reads JSON (enzh.serve.payload); the others as LibreTranslate does
-GUARDED_PATHS = frozenset({"/translate", "/translate_file", "/detect", "/suggest", V1_PATH})
 KEY_FIELDS = ("api_key", "apiKey")
-TEXT_FIELDS = ("q", "text")  # LibreTranslate's and /v1's; their characters count against char limits
 
 # LibreTranslate's own messages (what its clients may show to people).
 NO_KEY = "Please contact the server operator to get an API key"
@@ -60,7 +61,8 @@ class Call:
 
     key: str | None  # None: no key sent
     address: str  # the client's address (:func:`client_address`)
-    chars: int  # characters to translate, as the route reads them (a file counts its bytes)
+    route: Route
+    body: Body | None  # as the route reads it (:mod:`enzh.serve.body`); None: it cannot be parsed (a 400 there)
 
 
 class Guard:
@@ -72,7 +74,7 @@ class Guard:
         self.limiter = limiter or Limiter()
         self.proxies = options.trusted_networks()
 
-    def admit(self, call: Call) -> Denial | None:
+    async def admit(self, call: Call) -> Denial | None:
         client, limits = "address:" + call.address, self.defaults
         if self.store is not None:
             if not call.key:
@@ -85,11 +87,12 @@ class Guard:
                 requests=self.defaults.requests if record.req_limit is None else record.req_limit,
                 chars=self.defaults.chars if record.char_limit is None else record.char_limit,
             )
-        refusal = self.limiter.check(client, limits, call.chars)
+        chars = await chars_of(call.route, call.body) if limits.chars else 0
+        refusal = self.limiter.check(client, limits, chars)
         if refusal is None:
             return None
         if refusal.never_fits:
-            message = f"Invalid request: request ({call.chars}) exceeds text limit ({refusal.allowed})"
+            message = f"Invalid request: request ({chars}) exceeds text limit ({refusal.allowed})"
             return Denial(422, "too_many_chars", message)
         unit = " characters" if refusal.limit == "chars" else ""
         headers = {"Retry-After": str(refusal.retry_after_s)}
@@ -109,24 +112,32 @@ class AccessMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            body = await _read_body(receive)
+            raw = await _read_raw(receive)
         except BodyTooLarge as exc:  # the route answers the 413, in its API's shape
             await self.app(scope, _raising(exc), send)
             return
-        if body is None:  # the client left while sending (or the read timeout closed it): answered for the metrics
+        if raw is None:  # the client left while sending (or the read timeout closed it): answered for the metrics
             await error_for_path(scope["path"], 499, "client_gone", "the client closed the connection")(
                 scope, receive, send
             )
             return
-        denial = self.guard.admit(await _call(scope, body, self.guard.proxies))
-        replay = _replaying(body, receive)
-        if denial is None:
-            await self.app(scope, replay, send)
-            return
-        if self.on_reject:
-            self.on_reject(denial.code)
-        response = error_for_path(scope["path"], denial.status, denial.code, denial.message, denial.headers)
-        await response(scope, replay, send)
+        try:  # read as the route reads it, and kept in the request's state for the route (enzh.serve.body)
+            body: Body | None = await read_body(Request(scope, _once(raw)))
+        except ApiError:  # not parsed: the route answers the same error
+            body = None
+        try:
+            denial = await self.guard.admit(_call(scope, body, self.guard.proxies))
+            replay = _replaying(raw, receive)
+            if denial is None:
+                await self.app(scope, replay, send)
+                return
+            if self.on_reject:
+                self.on_reject(denial.code)
+            response = error_for_path(scope["path"], denial.status, denial.code, denial.message, denial.headers)
+            await response(scope, replay, send)
+        finally:
+            if body is not None:
+                await body.close()
 
 
 def add_key_checks(app: FastAPI, options: ServeOptions, on_reject: Callable[[str], None]) -> None:
@@ -154,7 +165,7 @@ def add_cors(app: FastAPI, options: ServeOptions) -> None:
 # -- reading the request -----------------------------------------------------------------------------------
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def _read_raw(receive: Receive) -> bytes | None:
     chunks = []
     while True:
         message = await receive()
@@ -186,37 +197,40 @@ def _raising(exc: Exception) -> Receive:
     return receive
 
 
-async def _call(scope: Scope, body: bytes, proxies: Sequence[Network]) -> Call:
+def _call(scope: Scope, body: Body | None, proxies: Sequence[Network]) -> Call:
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", ())}
-    fields = await _fields(scope, body)
     query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
     scheme, _, credentials = headers.get("authorization", "").partition(" ")
     candidates = [credentials.strip() if scheme.lower() == "bearer" else None]
     # the query string before the body, as LibreTranslate reads it (Flask's request.values)
-    candidates += [query.get(name) for name in KEY_FIELDS] + [fields.get(name) for name in KEY_FIELDS]
+    candidates += [query.get(name) for name in KEY_FIELDS]
+    if body is not None:
+        candidates += [body.get(name) for name in KEY_FIELDS]
     key = next((c for c in candidates if isinstance(c, str) and c), None)
-    file_bytes = sum(value.size or 0 for value in fields.values() if isinstance(value, UploadFile))
-    chars = file_bytes + sum(_chars(fields.get(name)) for name in TEXT_FIELDS)
-    return Call(key=key, address=client_address(scope, headers, proxies), chars=chars)
+    return Call(key=key, address=client_address(scope, headers, proxies), route=BY_PATH[scope["path"]], body=body)
 
 
-async def _fields(scope: Scope, body: bytes) -> dict[str, Any]:
-    """The request's fields read by its route's own reader (:func:`enzh.serve.libre_request.read_fields`, or
-    :func:`enzh.serve.payload.read_payload` for /v1), so that what is counted is what the route translates: the
-    query string's ``q`` too, a multipart body parsed by the same parser. {} when the reader refuses the request
-    (the route then answers the error)."""
-    request = Request(scope, _once(body))
-    try:
-        if scope.get("path") == V1_PATH:
-            data = await read_payload(request, form=False)
-            return data if isinstance(data, dict) else {}
-        values = (await read_fields(request)).values
-    except ApiError:
-        return {}
-    for value in values.values():
-        if isinstance(value, UploadFile):  # its size is known now; the route reads the body again for itself
-            await value.close()
-    return values
+async def chars_of(route: Route, body: Body | None) -> int:
+    """The characters ``route`` translates from ``body``, as it reads them: the texts of its text field (a
+    LibreTranslate form's with LF line ends), and an uploaded file's text (:func:`enzh.serve.uploads.upload_chars`,
+    not its bytes). 0 for a body the route refuses."""
+    if body is None:
+        return 0
+    fields = Fields(body.fields, json=body.json)
+    chars = 0
+    if route.texts is not None:
+        if route.api == LIBRE:
+            chars += sum(len(text) for text in texts_in(fields))
+        elif body.json:
+            chars += _chars(body.get(route.texts))
+    upload = body.get(route.file) if route.file is not None else None
+    if isinstance(upload, UploadFile):
+        try:
+            source = source_of(fields)
+        except ApiError:  # refused by the route: counted as any language might be read
+            source = "auto"
+        chars += await upload_chars(upload, source)
+    return chars
 
 
 def client_address(scope: Scope, headers: dict[str, str], proxies: Sequence[Network]) -> str:

@@ -35,8 +35,9 @@ from enzh.serve.libretranslate import add_libretranslate_routes, read_languages
 from enzh.serve.middleware import BodyLimitMiddleware, MetricsMiddleware
 from enzh.serve.modes import Modes
 from enzh.serve.options import ENV_OPTIONS, ServeOptions
-from enzh.serve.payload import read_payload, validate
+from enzh.serve.payload import read_json, validate
 from enzh.serve.quality import alignment_payload, score_payload
+from enzh.serve.routes import PATHS
 from enzh.serve.schemas import (
     Health,
     RequestModels,
@@ -52,11 +53,6 @@ from enzh.version import __version__
 logger = logging.getLogger("enzh")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-# Paths counted under their own name in the metrics; any other path is counted as "other".
-ROUTES = frozenset(
-    {"/", "/v1/translate", "/livez", "/readyz", "/metrics", "/docs", "/openapi.json"}
-    | {"/translate", "/translate_file", "/detect", "/suggest", "/languages", "/frontend/settings", "/spec", "/health"}
-)
 
 
 def create_app(options: ServeOptions | None = None, translator: Any = None) -> FastAPI:
@@ -89,7 +85,7 @@ def create_app(options: ServeOptions | None = None, translator: Any = None) -> F
     add_key_checks(app, options, reject)
     app.add_middleware(BodyLimitMiddleware, max_bytes=options.max_body_bytes, on_reject=reject)
     add_cors(app, options)
-    app.add_middleware(MetricsMiddleware, metrics=service.metrics, routes=ROUTES)
+    app.add_middleware(MetricsMiddleware, metrics=service.metrics, routes=PATHS)
     return app
 
 
@@ -150,7 +146,7 @@ def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: 
     )
     async def translate_v1(request: Request) -> Response:
         arrived = time.monotonic()
-        body = validate(models.translate, await read_payload(request, form=False), options)
+        body = validate(models.translate, await read_json(request), options)
         texts = [body.text] if isinstance(body.text, str) else list(body.text)
         service.admit()  # 503 unless ready, even for texts that need no model
         routes = [_route_v1(service, text, body.source, body.target) for text in texts]

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.responses import Response
 
 from enzh.runtime.errors import EnzhError
+from enzh.serve.routes import is_libre_path
 
 # The error code of a status that the router or Starlette answers itself (no route, wrong method, ...).
 STATUS_CODES = {
@@ -62,18 +63,8 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 
 # -- the LibreTranslate API's shape ------------------------------------------------------------------------
 
-# Paths of the LibreTranslate API (enzh.serve.libretranslate): their errors are {"error": "<message>"}.
-LIBRE_PATHS = frozenset(
-    {"/translate", "/translate_file", "/detect", "/suggest", "/languages", "/frontend/settings", "/spec", "/health"}
-)
-LIBRE_PREFIXES = ("/download_file/",)
 # Statuses of the service that LibreTranslate answers with another one: every bad request is a 400 there.
 LIBRE_STATUS = {415: 400, 422: 400}
-
-
-def is_libre_path(path: str) -> bool:
-    """True for the paths of the LibreTranslate API, whose errors have LibreTranslate's shape."""
-    return path in LIBRE_PATHS or path.startswith(LIBRE_PREFIXES)
 
 
 class LibreError(ApiError):

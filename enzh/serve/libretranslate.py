@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import mimetypes
 import time
-from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from starlette.datastructures import UploadFile
 from starlette.responses import FileResponse, Response
 
 from enzh.documents.errors import DocumentError
-from enzh.documents.formats import EXTENSIONS, detect_format, get_format
 from enzh.documents.options import DocumentOptions
 from enzh.runtime.default_model import DEMO_NAME, demo_name
 from enzh.runtime.router import base_language
@@ -52,6 +50,7 @@ from enzh.serve.libre_request import (
 from enzh.serve.modes import Modes
 from enzh.serve.quality import score_payload, scores_of
 from enzh.serve.service import SCRIPTS, Service, Target
+from enzh.serve.uploads import document_source, file_format, supported_formats
 
 TAG = "libretranslate"
 TRANSLATED = ("en", "zh")  # the languages a lone model that names none is taken to read and write
@@ -295,7 +294,7 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
         if not upload.filename:
             raise LibreError(400, "Invalid request: empty file")
         name = safe_name(upload.filename, "translated")
-        format = _file_format(name)
+        format = file_format(name)
         source, target = source_of(fields), target_of(fields)
         if service.router is None:
             service.admit()
@@ -311,7 +310,7 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
             else:
                 language = base_language(source)
             # the pieces to translate are those in the script of its language
-            read_as = DocumentOptions(format=format, source=_doc(language))
+            read_as = DocumentOptions(format=format, source=document_source(language))
             parsed = await modes.parse_document(data, read_as, name)
         except DocumentError as exc:
             raise LibreError(400, f"Invalid request: {_one_line(exc)}") from None
@@ -341,34 +340,6 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
             raise LibreError(404, "This file does not exist or has expired; translate it again", DOWNLOAD_HEADERS)
         media = mimetypes.guess_type(name)[0] or "application/octet-stream"
         return FileResponse(path, filename=name, media_type=media, headers=DOWNLOAD_HEADERS)
-
-
-def _doc(language: str) -> str:
-    """A document's language as :class:`DocumentOptions` takes it (en or zh; any other is read as English)."""
-    return "zh" if base_language(language) == "zh" else "en"
-
-
-def _file_format(name: str) -> str:
-    try:
-        format = detect_format(name)
-    except DocumentError:
-        format = ""
-    if format not in supported_formats().values():
-        raise LibreError(400, "Invalid request: file format not supported")
-    return format
-
-
-@cache
-def supported_formats() -> dict[str, str]:
-    """Extension -> format name, for the formats this installation can read (docx and md need their extra)."""
-    found = {}
-    for extension, format in EXTENSIONS.items():
-        try:
-            get_format(format)
-        except DocumentError:
-            continue
-        found[extension] = format
-    return found
 
 
 def _one_line(exc: Exception) -> str:

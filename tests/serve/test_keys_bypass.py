@@ -4,6 +4,8 @@ string's ``q``, multipart bodies read by the route's own parser)."""
 
 from __future__ import annotations
 
+import io
+
 import httpx
 import pytest
 from fake_translator import FakeTranslator
@@ -129,7 +131,66 @@ def test_the_decoy_boundary_and_the_unquoted_name_are_translated_and_counted():
 
 def test_multipart_text_and_file_fields_count_once():
     with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
-        files = {"file": ("a.txt", TEXT.encode(), "text/plain")}  # 1,998 bytes
+        files = {"file": ("a.txt", TEXT.encode(), "text/plain")}  # 1,998 bytes, 1,997 characters of text
         assert client.post("/translate_file", data={"target": "zh"}, files=files).status_code == 200
-        assert client.post(LIBRE, data={"q": "x" * 1003, "target": "zh"}).status_code == 429  # 3,001
-        assert client.post(LIBRE, data={"q": "x" * 1002, "target": "zh"}).status_code == 200  # 3,000
+        assert client.post(LIBRE, data={"q": "x" * 1004, "target": "zh"}).status_code == 429  # 3,001
+        assert client.post(LIBRE, data={"q": "x" * 1003, "target": "zh"}).status_code == 200  # 3,000
+
+
+# -- uploads: their text, not their bytes ------------------------------------------------------------------
+
+
+def _docx(paragraphs: list[str]) -> bytes:
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    for text in paragraphs:
+        document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def test_a_small_docx_with_much_text_counts_its_characters():
+    """The issue's case: a .docx of a few KiB holding 32,150 characters (its compressed bytes are few)."""
+    paragraph = ("The weather is nice today. " * 50).strip()  # 1,349 characters
+    data = _docx([paragraph] * 24)
+    chars = 24 * len(paragraph)
+    assert chars == 32_376 and len(data) < 40_000  # python-docx's template is most of its bytes
+    with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+        answer = client.post("/translate_file", data={"target": "zh"}, files={"file": ("a.docx", data, DOCX)})
+        assert answer.status_code == 400, answer.text  # LibreTranslate's 400 for a 422
+        assert answer.json() == {"error": f"Invalid request: request ({chars}) exceeds text limit (3000)"}
+    with in_process(ServeOptions(char_limit=40_000), FakeTranslator()) as client:
+        files = {"file": ("a.docx", data, DOCX)}
+        assert client.post("/translate_file", data={"target": "zh"}, files=files).status_code == 200
+        # what is left of the minute's 40,000 characters: 7,624
+        assert client.post(LIBRE, data={"q": "x" * 7625, "target": "zh"}).status_code == 429
+        assert client.post(LIBRE, data={"q": "x" * 7624, "target": "zh"}).status_code == 200
+
+
+def test_an_upload_counts_the_text_of_its_source_language():
+    """source=zh reads the Chinese pieces, source=en the English ones, auto the larger of the two."""
+    english, chinese = "Hello there. " * 40, "今天天气很好。" * 40
+    data = f"{english}\n\n{chinese}\n".encode()
+    counts = {}
+    for source in ("en", "zh", "auto"):
+        with in_process(ServeOptions(char_limit=len(english) + len(chinese)), FakeTranslator()) as client:
+            files = {"file": ("a.txt", data, "text/plain")}
+            sent = client.post("/translate_file", data={"target": "zh", "source": source}, files=files)
+            assert sent.status_code in (200, 400), sent.text
+            for size in range(len(english) + len(chinese) + 1, 0, -1):  # the largest q still admitted
+                if client.post("/detect", data={"q": "x" * size}).status_code == 200:
+                    break
+            counts[source] = len(english) + len(chinese) - size
+    assert counts["en"] == len(english.strip()) and counts["zh"] == len(chinese)
+    assert counts["auto"] == max(counts["en"], counts["zh"])
+
+
+def test_an_unreadable_upload_counts_its_bytes_and_is_refused():
+    with in_process(ServeOptions(char_limit=3000), FakeTranslator()) as client:
+        files = {"file": ("a.docx", b"PK\x03\x04 not a zip" + b"x" * 2000, DOCX)}
+        answer = client.post("/translate_file", data={"target": "zh"}, files=files)
+        assert answer.status_code == 400 and answer.json()["error"].startswith("Invalid request: "), answer.text
