@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,15 +162,6 @@ class Modes:
                 self._nbest = ThreadPoolExecutor(1, thread_name_prefix="enzh-nbest")
             return self._nbest
 
-    @contextmanager
-    def _admitted(self) -> Iterator[None]:
-        self.service.admit()
-        self.service.in_flight += 1
-        try:
-            yield
-        finally:
-            self.service.in_flight -= 1
-
     async def translate(
         self,
         request: Request,
@@ -206,7 +196,7 @@ class Modes:
                     for t, c in zip(answer.translations, confidences, strict=True)
                 ]
             return Result(answer.translations, none, answer.sentences, answer.timing_ms, answer.beam_size, details)
-        with self._admitted():
+        with self.service.admitted():
             deadline = arrived + service.options.request_timeout_s
             if html:
                 loop = asyncio.get_running_loop()
@@ -350,7 +340,7 @@ class Modes:
     async def render_document(self, parsed: Parsed, *, route: Target, options: DocumentOptions) -> bytes:
         """The translated document (bytes, encoded like its input), through the route's scheduler in chunks."""
         service = self.service
-        with self._admitted():
+        with self.service.admitted():
             loop = asyncio.get_running_loop()
             beam = route.model.default_beam
             sentences = SchedulerSentences(service, loop, route=route, beam_size=beam, deadline=None)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,22 +277,29 @@ class Service:
         arrived: float,
         scores: bool = False,
     ) -> Answer:
-        """A route's translation: admitted only when ready, counted in flight, due ``request_timeout_s`` after
-        ``arrived`` (monotonic)."""
-        self.admit()
+        """A route's translation: :meth:`admitted`, due ``request_timeout_s`` after ``arrived`` (monotonic)."""
         beam = beam_size or route.model.default_beam
-        self.in_flight += 1
-        try:
+        with self.admitted():
             deadline = arrived + self.options.request_timeout_s
             outputs, sentences, timing, found = await self.translate(
                 texts, route=route, beam_size=beam, deadline=deadline, request=request, scores=scores
             )
-        finally:
-            self.in_flight -= 1
         timing["total"] = round((time.monotonic() - arrived) * 1000, 3)
         return Answer(outputs, sentences, timing, beam, found)
 
+    @contextmanager
+    def admitted(self) -> Iterator[None]:
+        """The one admission of work: :meth:`admit` (503 unless ready), then counted in flight until it ends (what
+        a drain waits for). Every translation of every route runs inside one."""
+        self.admit()
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
     def admit(self) -> None:
+        """503 unless the service is ready (loading, draining, a model failed or its worker died)."""
         status, detail = self.state()
         if status == "ready":
             return

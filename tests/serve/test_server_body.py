@@ -3,6 +3,9 @@ body reader (enzh.serve.body) whose result the key and limit checks and the rout
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from fake_translator import FakeTranslator, fake_translation
 from server_harness import in_process
@@ -90,3 +93,41 @@ def test_bad_bodies_get_the_same_answer_with_or_without_the_checks(limits):
             "/v1/translate", content=b'{"text": "a\\ud800b"}', headers={"Content-Type": "application/json"}
         )
         assert surrogate.json()["translations"] == [fake_translation("a\ufffdb")]
+
+
+# -- admission: one place (Service.admitted) for every kind of translation ---------------------------------
+
+KINDS = {
+    "plain": ("/v1/translate", {"json": {"text": "Hello."}}),
+    "html": ("/v1/translate", {"json": {"text": "<p>Hello.</p>", "format": "html"}}),
+    "alternatives": ("/translate", {"json": {"q": "Hello.", "target": "zh", "alternatives": 2}}),
+    "file": ("/translate_file", {"data": {"target": "zh"}, "files": {"file": ("a.txt", b"Hello.", "text/plain")}}),
+}
+
+
+class SlowDetailed(FakeTranslator):
+    """Slow on the n-best path too (the alternatives' worker thread), not only in batches."""
+
+    def translate_detailed(self, texts, **options):
+        time.sleep(self.delay_s)
+        return super().translate_detailed(texts, **options)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_kind_of_translation_is_admitted_and_counted_in_flight(kind):
+    path, request = KINDS[kind]
+    with in_process(ServeOptions(), SlowDetailed(delay_s=0.4)) as client:
+        service = client.app.state.service
+        seen = []
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(client.post, path, **request)
+            deadline = time.monotonic() + 10
+            while not answer.done() and time.monotonic() < deadline:
+                seen.append(service.in_flight)
+                time.sleep(0.01)
+            assert answer.result().status_code == 200, answer.result().text
+        assert max(seen) == 1 and service.in_flight == 0
+        service.draining = True  # what SIGTERM sets: no new work of any kind
+        refused = client.post(path, **request)
+        assert refused.status_code == 503, refused.text
+        assert service.in_flight == 0
