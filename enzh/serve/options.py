@@ -1,6 +1,9 @@
 """What the service can be told: :class:`ServeOptions` (every limit is enforced and answered with a JSON error).
 
-Imports nothing of the web stack, so the command line can build options without the serve extra.
+Each field is declared once, with its default and its help (:func:`enzh.runtime.flags.option`): `enzh serve`'s
+flags, their help and their ``ENZH_SERVE_*`` environment variables are made from them
+(:mod:`enzh.cli.option_flags`), so a new field with ``option(...)`` is a new flag. Imports nothing of the web
+stack, so the command line can build options without the serve extra.
 """
 
 from __future__ import annotations
@@ -10,51 +13,108 @@ import math
 from dataclasses import dataclass
 
 from enzh.runtime.errors import require
+from enzh.runtime.flags import option
 from enzh.serve.scheduler import SchedulerOptions
 
 # uvicorn's worker processes (``--workers N``) get their options as the JSON of a ServeOptions in this variable.
 ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
+# `enzh serve`'s flags can be given as environment variables: this and the flag's name (ENZH_SERVE_PORT).
+ENV_PREFIX = "ENZH_SERVE_"
+# The help sections of `enzh serve` (each field's flag is listed under its group).
+MODELS = "models and workers"
+BATCHING = "batching and decoding"
+LIMITS = "limits (each answered with a JSON error)"
+ACCESS = 'keys, per-client limits, timeouts, CORS (docs/server.md "Keys and limits")'
+LIBRE = 'LibreTranslate API (docs/server.md "LibreTranslate API")'
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServeOptions:
     """Everything the service can be told; every limit is enforced and answered with a JSON error."""
 
-    model_dir: str | None = None  # one model (what model_dirs was before there were several); None: see model_dirs
-    # The models served, each with its own batching queue; the direction of a text picks its model. Empty (and no
-    # model_dir): the embedded pair, English->Chinese and Chinese->English.
-    model_dirs: tuple[str, ...] = ()
-    host: str = "127.0.0.1"
-    port: int = 8000
-    workers: int = 1  # uvicorn worker processes, each with its own model and scheduler
-    threads: int = 0  # ONNX Runtime intra-op threads per worker (0 = all cores)
-    max_chars_per_text: int = 10_000  # 422 above
-    max_texts_per_request: int = 64  # 422 above
-    max_request_chars: int = 50_000  # all texts of one request together; 422 above
-    max_body_bytes: int = 1 << 20  # 413 above (Content-Length or counted while streaming)
-    max_queue_size: int = 1024  # sentences waiting for the worker; 429 + Retry-After above
-    max_batch_tokens: int = 2048  # source tokens per batch
-    max_queue_delay_ms: float = 5.0  # how long the oldest sentence may wait for a batch to fill
-    request_timeout_s: float = 30.0  # deadline while queued and running; 504 after
-    batching: bool = True  # False: requests are run one at a time (for the benchmark's baseline)
-    default_beam_size: int | None = None  # None: the model's default (manifest.json)
-    max_beam_size: int = 8
-    drain_timeout_s: float = 30.0  # SIGTERM: how long in-flight work may take before the server stops
+    # -- models and workers
+    # one model (what model_dirs was before there were several), for code that embeds the app; None: model_dirs
+    model_dir: str | None = option(None, "one model directory", flag=None)
+    model_dirs: tuple[str, ...] = option(
+        (),
+        "exported model directory; repeat for several, each text going to the model of its direction",
+        flag="--model",
+        metavar="DIR",
+        default_text="the embedded pair, en->zh and zh->en",
+        group=MODELS,
+    )
+    host: str = option("127.0.0.1", "address to listen on", metavar="HOST", group=MODELS)
+    port: int = option(8000, "port to listen on, 0 for any free one", group=MODELS)
+    workers: int = option(1, "uvicorn worker processes, each with its own model and scheduler", group=MODELS)
+    threads: int = option(0, "ONNX Runtime intra-op threads per worker, 0 for all cores", group=MODELS)
+    # -- batching and decoding
+    max_batch_tokens: int = option(2048, "source tokens per batch", group=BATCHING)
+    max_queue_delay_ms: float = option(5.0, "how long the oldest sentence may wait for a batch to fill", group=BATCHING)
+    max_queue_size: int = option(1024, "sentences waiting for the worker; 429 + Retry-After above", group=BATCHING)
+    batching: bool = option(
+        True, "run requests one at a time (the benchmark's baseline)", flag="--no-batching", group=BATCHING
+    )
+    default_beam_size: int | None = option(
+        None,
+        "default beam width",
+        flag="--beam-size",
+        default_text="the model's, from its manifest.json",
+        group=BATCHING,
+    )
+    max_beam_size: int = option(8, "the widest beam a request may ask for", group=BATCHING)
+    # -- limits (every one answered with a JSON error)
+    max_chars_per_text: int = option(10_000, "characters of one text; 422 above", group=LIMITS)
+    max_texts_per_request: int = option(64, "texts of one request; 422 above", group=LIMITS)
+    max_request_chars: int = option(50_000, "characters of all texts of one request together; 422 above", group=LIMITS)
+    max_body_bytes: int = option(
+        1 << 20, "request body size; 413 above, from Content-Length or counted while streaming", group=LIMITS
+    )
+    request_timeout_s: float = option(30.0, "deadline while queued and running; 504 after", group=LIMITS)
+    drain_timeout_s: float = option(
+        30.0, "on SIGTERM, how long in-flight work may take before the server stops", group=LIMITS
+    )
     # -- keys, limits, timeouts, CORS (enzh.serve.access, limits, keys, protocol; docs/server.md "Keys and limits")
-    api_keys: str | None = None  # an `enzh keys` store: translation endpoints then need one of its keys (else 403)
-    req_limit: int = 0  # requests per minute per key (per address without keys); 429 + Retry-After above; 0 = none
-    char_limit: int = 0  # characters per minute, likewise; a key's own limits in the store replace both
-    header_timeout_s: float = 10.0  # a request head must arrive within this, a body may pause at most this long
-    cors_origins: str = ""  # "" = no CORS headers, "*" = any origin, else comma-separated origins
-    # comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For (X-Real-IP) names the client;
+    api_keys: str | None = option(
+        None,
+        "an `enzh keys` store: translation endpoints then need one of its keys, else 403",
+        metavar="FILE",
+        default_text="no keys",
+        group=ACCESS,
+    )
+    req_limit: int = option(
+        0, "requests per minute per key (per address without keys); 429 + Retry-After above; 0 = none", group=ACCESS
+    )
+    char_limit: int = option(
+        0,
+        "characters per minute, likewise, an uploaded file's text included; a key's own limits in the store "
+        "replace both; 0 = none",
+        group=ACCESS,
+    )
+    header_timeout_s: float = option(
+        10.0, "a request head must arrive within this, a body may pause at most this long", group=ACCESS
+    )
+    cors_origins: str = option(
+        "", "origins allowed by CORS: '*' = any, else comma-separated", metavar="ORIGINS", group=ACCESS
+    )
     # "" = none: those headers are ignored, loopback included, and a client is the address it connects from
-    trusted_proxies: str = ""
+    trusted_proxies: str = option(
+        "",
+        "comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For or X-Real-IP names the client",
+        metavar="ADDRESSES",
+        default_text="none, not even loopback",
+        group=ACCESS,
+    )
     # -- LibreTranslate API (enzh.serve.libretranslate, modes, files; docs/server.md "LibreTranslate API")
-    max_alternatives: int = 3  # most alternatives a request may ask for (at most beam size - 1 are found)
-    download_ttl_s: float = 1800.0  # how long a file translated by /translate_file can be downloaded
-    files_dir: str | None = None  # where those files are kept (None: a temporary directory of the process)
-    warmup: bool = True
-    handle_sigterm: bool = True  # drain on SIGTERM (only when serving from the main thread)
+    max_alternatives: int = option(
+        3, "most alternatives a request may ask for; at most beam size - 1 are found", group=LIBRE
+    )
+    download_ttl_s: float = option(
+        1800.0, "how long a file translated by /translate_file can be downloaded", group=LIBRE
+    )
+    # where those files are kept (None: a temporary directory of the process; run.serve sets it for workers)
+    files_dir: str | None = option(None, "where translated files are kept", flag=None)
+    warmup: bool = option(True, "translate one sentence per model before /readyz says ready", flag=None)
+    handle_sigterm: bool = option(True, "drain on SIGTERM (only when serving from the main thread)", flag=None)
 
     def __post_init__(self) -> None:
         # A list (the JSON round trip through ENV_OPTIONS) is kept as the tuple it was.

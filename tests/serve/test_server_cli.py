@@ -11,8 +11,10 @@ import pytest
 
 from enzh.cli import serve as serve_cli
 from enzh.cli.main import build_parser, main
+from enzh.cli.option_flags import add_option_flags, env_name, options_from_args
 from enzh.runtime.default_model import default_model_dirs
-from enzh.serve.options import ENV_OPTIONS, ServeOptions
+from enzh.runtime.flags import option
+from enzh.serve.options import ENV_OPTIONS, ENV_PREFIX, ServeOptions
 from enzh.serve.run import APP_FACTORY
 
 
@@ -135,3 +137,86 @@ def test_model_flag_repeats_and_model_dir_still_names_one_model():
         ServeOptions(model_dirs=("a", "a"))
     with pytest.raises(ValueError, match="model directories"):
         ServeOptions(model_dirs=("",))
+
+
+# -- flags made from the fields (enzh.cli.option_flags) ----------------------------------------------------
+
+
+def test_every_field_with_a_flag_has_its_environment_variable(monkeypatch):
+    defaults = ServeOptions()
+    for field in dataclasses.fields(ServeOptions):
+        if field.name in serve_cli.NOT_FLAGS:
+            continue
+        value = _other_value(field, getattr(defaults, field.name))
+        variable = env_name(ENV_PREFIX, flag_of(field.name))
+        text = "1" if isinstance(value, bool) else os.pathsep.join(value) if isinstance(value, tuple) else str(value)
+        monkeypatch.setenv(variable, text)
+        assert serve_cli.options_from_args(parse()) == dataclasses.replace(defaults, **{field.name: value}), variable
+        monkeypatch.delenv(variable)
+    assert env_name(ENV_PREFIX, "--max-body-bytes") == "ENZH_SERVE_MAX_BODY_BYTES"
+
+
+def test_a_flag_wins_over_its_variable_and_bad_variables_are_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("ENZH_SERVE_PORT", "9001")
+    monkeypatch.setenv("ENZH_SERVE_MODEL", os.pathsep.join(["a", "b"]))
+    monkeypatch.setenv("ENZH_SERVE_NO_BATCHING", "0")
+    options = serve_cli.options_from_args(parse("--port", "9002"))
+    assert options.port == 9002 and options.model_dirs == ("a", "b") and options.batching is True
+    monkeypatch.setenv("ENZH_SERVE_PORT", "eighty")
+    assert main(["serve"]) == 2
+    assert (
+        capsys.readouterr().err == "enzh serve: error: ENZH_SERVE_PORT must be an integer (like --port), got 'eighty'\n"
+    )
+    monkeypatch.setenv("ENZH_SERVE_PORT", "80")
+    monkeypatch.setenv("ENZH_SERVE_NO_BATCHING", "maybe")
+    assert main(["serve"]) == 2
+    assert "ENZH_SERVE_NO_BATCHING must be 1 or 0 (like --no-batching), got 'maybe'" in capsys.readouterr().err
+    monkeypatch.setenv("ENZH_SERVE_NO_BATCHING", "1")
+    monkeypatch.setenv("ENZH_SERVE_MAX_BEAM_SIZE", "0")  # converted, then refused by ServeOptions itself
+    assert main(["serve"]) == 2
+    assert "max_beam_size must be an integer >= 1, got 0" in capsys.readouterr().err
+
+
+def test_the_help_lists_every_flag_with_its_help_and_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    packed = "".join(text.split())  # argparse wraps lines at spaces and after hyphens
+    for field in dataclasses.fields(ServeOptions):
+        if field.name in serve_cli.NOT_FLAGS:
+            continue
+        assert flag_of(field.name) in text
+        assert "".join(field.metadata["help"].split()) in packed, field.name
+    expected = [
+        "--max-body-bytes N request body size; 413 above, from Content-Length or counted while streaming; default: "
+        "1048576",
+        "--beam-size N default beam width; default: the model's, from its manifest.json",
+        "--no-batching run requests one at a time",
+    ]
+    for line in expected:
+        assert "".join(line.split()) in packed, line
+    assert "ENZH_SERVE_HOST" in text
+
+
+def test_a_new_field_is_a_new_flag():
+    """What adding an option takes: one field with option(...); its flag, help and variable follow."""
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Settings:
+        size: int = option(3, "how many", group="sizes")
+        ratio: float | None = option(None, "how much", default_text="as it comes")
+        names: tuple[str, ...] = option((), "a name; repeat for more", flag="--name", metavar="NAME")
+        quiet: bool = option(False, "say less")
+        internal: str = option("x", "not for the command line", flag=None)
+
+    parser = argparse.ArgumentParser(prog="demo")
+    add_option_flags(parser, Settings, env_prefix="DEMO_")
+    args = parser.parse_args(["--size", "5", "--name", "a", "--name", "b", "--quiet"])
+    assert options_from_args(args, Settings, env_prefix="DEMO_", environ={"DEMO_RATIO": "0.5"}) == Settings(
+        size=5, ratio=0.5, names=("a", "b"), quiet=True
+    )
+    assert options_from_args(parser.parse_args([]), Settings, env_prefix="DEMO_", environ={}) == Settings()
+    text = "".join(parser.format_help().split())
+    for line in ("sizes: --size N how many; default: 3", "--ratio X how much; default: as it comes"):
+        assert "".join(line.split()) in text, line
+    assert "--nameNAMEaname;repeatformore" in text and "--quietsayless" in text and "--internal" not in text
