@@ -55,14 +55,20 @@ def check_blocks(blocks: Sequence[Block]) -> None:
 
 
 def check_zip(data: bytes, kind: str = ".docx") -> None:
-    """Refuse a zip package by its central directory alone (nothing is inflated): too many members, declared
-    sizes that sum over :data:`MAX_ZIP_BYTES`, or a large member that inflates over :data:`MAX_ZIP_RATIO` times.
-    Python's zipfile never inflates a member past its declared size, so the declared sizes bound what is read."""
+    """Refuse a zip package by its central directory alone (nothing is inflated); data that is not a zip is
+    left to the format's own reader. See :func:`check_zip_members`."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as package:
             members = package.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return  # not a zip: the format's own reader says so
+    check_zip_members(members, kind)
+
+
+def check_zip_members(members: Sequence[zipfile.ZipInfo], kind: str) -> None:
+    """Refuse a package with too many members, declared sizes that sum over :data:`MAX_ZIP_BYTES`, or a large
+    member that inflates over :data:`MAX_ZIP_RATIO` times. Python's zipfile never inflates a member past its
+    declared size, so the declared sizes bound what is read."""
     if len(members) > MAX_ZIP_MEMBERS:
         raise _over(f"the {kind} package has {len(members):,} members", MAX_ZIP_MEMBERS, "MAX_ZIP_MEMBERS")
     total = sum(member.file_size for member in members)
