@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from enzh.documents.errors import DocumentError
-from enzh.documents.limits import check_zip_members
+from enzh.documents.limits import MAX_XML_ELEMENTS, check_zip_members, over
 from enzh.runtime.optional import import_optional
 
 _LOCAL = struct.Struct("<4s5H3L2H")  # local file header: signature .. extra length (30 bytes)
@@ -37,22 +37,65 @@ _END = struct.Struct("<4s4H2LH")  # end of central directory (22 bytes)
 _DESCRIPTOR = 0x08  # general purpose flag: sizes and CRC follow the data
 
 
-def parse_xml(data: bytes, what: str) -> Any:
+@dataclass(frozen=True)
+class Bound:
+    """At most ``limit`` elements ``tag`` (``{namespace}name``) in the parts of one package read with it (their
+    ``noun`` in the message; ``name``: the constant in :mod:`enzh.documents.limits`)."""
+
+    tag: str
+    limit: int
+    name: str
+    noun: str
+
+
+def parse_xml(data: bytes, what: str, counts: dict[str, int] | None = None, bound: Bound | None = None) -> Any:
     """The root element of ``data`` (lxml), parsed with entities left unexpanded, no DTD loaded and no network.
 
     An XML part that declares entities (``<!ENTITY``, the "billion laughs" bomb and external entities) is a
-    :class:`DocumentError`: no package format needs one. A plain ``<!DOCTYPE html>`` is fine."""
+    :class:`DocumentError`: no package format needs one. A plain ``<!DOCTYPE html>`` is fine. Elements are
+    counted while they are parsed, into ``counts`` (kept across the parts of a package; ``""``: all elements):
+    over :data:`~enzh.documents.limits.MAX_XML_ELEMENTS` of them, or over ``bound``, is a :class:`DocumentError`
+    raised as soon as the count is passed."""
     etree = import_optional("lxml.etree", "Reading XML parts of a document")
     doctype = data.find(b"<!DOCTYPE")
     if doctype >= 0 and data.find(b"<!ENTITY", doctype) >= 0:
         raise _entities(what)  # before libxml2 reads the declarations
-    parser = etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False, huge_tree=False
+    counts = {} if counts is None else counts
+    tag = bound.tag if bound is not None else None
+    elements, tagged = counts.get("", 0), counts.get(tag, 0) if tag else 0
+    events = etree.iterparse(
+        io.BytesIO(data),
+        events=("start",),
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_blank_text=False,
     )
     try:
-        root = etree.fromstring(data, parser)
+        for _, element in events:
+            elements += 1
+            if element.tag == tag:
+                tagged += 1
+            if elements > MAX_XML_ELEMENTS:
+                raise over(
+                    f"{what} and the parts before it have more than {MAX_XML_ELEMENTS:,} XML elements",
+                    MAX_XML_ELEMENTS,
+                    "MAX_XML_ELEMENTS",
+                )
+            if bound is not None and tagged > bound.limit:
+                raise over(
+                    f"{what} and the parts before it have more than {bound.limit:,} {bound.noun}",
+                    bound.limit,
+                    bound.name,
+                )
     except etree.XMLSyntaxError as exc:
         raise DocumentError(f"{what} is not well-formed XML ({exc}); the file is damaged") from None
+    counts[""] = elements
+    if tag:
+        counts[tag] = tagged
+    root = events.root
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is not None and any(True for _ in dtd.iterentities()):
         raise _entities(what)  # declared in another encoding (UTF-16) than the byte check reads
@@ -104,6 +147,7 @@ class Package:
     data: bytes
     kind: str
     members: list[zipfile.ZipInfo] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # elements parsed so far, by tag ("": all)
 
     @property
     def names(self) -> list[str]:
@@ -120,8 +164,9 @@ class Package:
                 f"the {self.kind} member {name!r} cannot be read ({exc}); the file is damaged"
             ) from None
 
-    def xml(self, name: str) -> Any:
-        return parse_xml(self.read(name), f"the {self.kind} member {name!r}")
+    def xml(self, name: str, bound: Bound | None = None) -> Any:
+        """The member parsed by :func:`parse_xml`; its elements count towards the package's bounds."""
+        return parse_xml(self.read(name), f"the {self.kind} member {name!r}", self.counts, bound)
 
     def content_types(self) -> dict[str, str]:
         """OOXML ``[Content_Types].xml``: part name (``/word/document.xml``) -> content type, overrides over
@@ -157,13 +202,16 @@ class Package:
             return _copy_by_zipfile(self.data, self.members, replaced)
 
 
-def open_package(data: bytes, kind: str) -> Package:
-    """The zip package in ``data``; ``kind`` names it in messages (``.docx``)."""
+def open_package(data: bytes, kind: str, hint: str = "") -> Package:
+    """The zip package in ``data``; ``kind`` names it in messages (``.docx``), ``hint`` is added to the message
+    when ``data`` is not a zip."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as package:
             members = package.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise DocumentError(f"the input is not a {kind} file (not a zip package: {exc})") from None
+        raise DocumentError(
+            f"the input is not a {kind} file (not a zip package: {exc}){'; ' + hint if hint else ''}"
+        ) from None
     check_zip_members(members, kind)
     return Package(data, kind, members)
 

@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from enzh.documents.errors import DocumentError
+from enzh.documents.files import translate_file
 from enzh.documents.packages import open_package, parse_xml, to_xml
+from enzh.runtime.router import detect_script
 
 REALDOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdocs"
 DOCX = sorted((REALDOCS / "docx").glob("*.docx"))
@@ -55,3 +59,137 @@ def test_a_package_rebuilt_without_changes_is_the_same_bytes(path):
 def test_not_a_zip_is_one_document_error():
     with pytest.raises(DocumentError, match=r"not a \.pptx file \(not a zip package"):
         open_package(b"plain text", ".pptx")
+
+
+# --- Real documents through `enzh translate-file`'s path (issue 25 items 1-3) ---------------------------------
+
+SUBS = sorted((REALDOCS / "subs").iterdir())
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+HAN = re.compile(r"[\u3400-\u9fff]")
+CUE_TAG = re.compile(r"<[^<>\r\n]*>|\{\\[^{}\r\n]*\}")  # the tags a cue line may hold (SRT, VTT, ASS override)
+
+
+def test_the_real_documents_are_there():
+    assert len(DOCX) == 25 and len(SUBS) == 16, "../shared/realdocs (SOURCES.md) is incomplete"
+
+
+@pytest.fixture(scope="module")
+def translated(demo_translator, tmp_path_factory) -> Callable[[Path], bytes]:
+    """The translation of a real file by `enzh translate-file`'s path (source auto, default options), cached."""
+    folder = tmp_path_factory.mktemp("realdocs")
+    done: dict[Path, bytes] = {}
+
+    def get(path: Path) -> bytes:
+        if path not in done:
+            out = folder / path.name
+            translate_file(demo_translator, path, out, source="auto", progress=False)
+            done[path] = out.read_bytes()
+        return done[path]
+
+    return get
+
+
+def _translated_parts(package) -> set[str]:
+    kinds = ("document.main+xml", "header+xml", "footer+xml")
+    return {part[1:] for part, kind in package.content_types().items() if kind.endswith(kinds)}
+
+
+def _same_xml_but_text(before, after, where: str) -> None:
+    """Same elements, attributes, order and whitespace between elements; only the text of w:t may differ."""
+    assert (after.tag, dict(after.attrib)) == (before.tag, dict(before.attrib)), where
+    assert (after.tail or "") == (before.tail or ""), where
+    if before.tag != f"{W}t":
+        assert (after.text or "") == (before.text or ""), where
+    assert len(after) == len(before), where
+    for k, (b, a) in enumerate(zip(before, after, strict=True)):
+        _same_xml_but_text(b, a, f"{where}/{k}")
+
+
+@pytest.mark.parametrize("path", DOCX, ids=[path.name for path in DOCX])
+def test_real_word_files_keep_their_structure(path, translated):
+    source = open_package(path.read_bytes(), ".docx")
+    output = open_package(translated(path), ".docx")
+    assert output.names == source.names  # the same members, directories too, in the same zip order
+    parts = _translated_parts(source)
+    assert "word/document.xml" in parts
+    changed = 0
+    for before, after in zip(source.members, output.members, strict=True):
+        if before.filename not in parts:  # copied as it was: bytes, stamp, compression
+            assert output.read(after.filename) == source.read(before.filename), before.filename
+            assert (after.date_time, after.compress_type, after.CRC, after.compress_size, after.external_attr) == (
+                before.date_time,
+                before.compress_type,
+                before.CRC,
+                before.compress_size,
+                before.external_attr,
+            ), before.filename
+            continue
+        a, b = source.xml(before.filename), output.xml(after.filename)
+        _same_xml_but_text(a, b, before.filename)  # w:tab, w:br, hyperlinks, run properties all where they were
+        texts = [(x.text or "", y.text or "") for x, y in zip(a.iter(f"{W}t"), b.iter(f"{W}t"), strict=True)]
+        lost = [x for x, y in texts if x.strip() and not y.strip()]
+        assert not lost, f"{before.filename}: w:t that lost their words: {lost}"
+        changed += sum(x != y for x, y in texts)
+    english = [
+        t.text for t in source.xml("word/document.xml").iter(f"{W}t") if t.text and re.search("[A-Za-z]", t.text)
+    ]
+    assert changed or not english, "nothing was translated"
+
+
+def test_word_tabs_hyperlinks_and_formatted_runs_keep_their_words(translated):
+    """The cases of issue 25: 6 tabs of python-docx's tab-stops file, 4 hyperlinks of pandoc's links.docx and
+    the 9 formatted runs of its inline_formatting.docx; all in place, all with text, in Chinese."""
+    tabs = open_package(translated(REALDOCS / "docx" / "python-docx-tab-stops.docx"), ".docx")
+    assert len(list(tabs.xml("word/document.xml").iter(f"{W}tab"))) == 6 + 8  # 6 in runs, 8 tab stops (w:tabs)
+    links = open_package(translated(REALDOCS / "docx" / "pandoc-links.docx"), ".docx").xml("word/document.xml")
+    hyperlinks = ["".join(t.text or "" for t in link.iter(f"{W}t")) for link in links.iter(f"{W}hyperlink")]
+    assert len(hyperlinks) == 4 and all(HAN.search(text) for text in hyperlinks), hyperlinks
+    formatting = open_package(translated(REALDOCS / "docx" / "pandoc-inline_formatting.docx"), ".docx")
+    runs = [r for r in formatting.xml("word/document.xml").iter(f"{W}r") if r.find(f"{W}rPr") is not None]
+    texts = ["".join(t.text or "" for t in run.iter(f"{W}t")) for run in runs]
+    assert len(texts) >= 9 and all(text.strip() for text in texts), texts
+
+
+def _blocks(text: str) -> list[list[str]]:
+    """A subtitle file's blocks (lines between blank lines), each line with its line end."""
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    return [block for block in blocks if block]
+
+
+def _slots(line: str) -> list[str]:
+    """The text of a cue line between its tags (one more than there are tags)."""
+    return CUE_TAG.split(line.rstrip("\r\n"))
+
+
+@pytest.mark.parametrize("path", SUBS, ids=[path.name for path in SUBS])
+def test_real_subtitles_keep_cues_lines_tags_and_chinese_lines(path, translated):
+    source, output = path.read_bytes(), translated(path)
+    assert output.startswith(b"\xef\xbb\xbf") == source.startswith(b"\xef\xbb\xbf")
+    before, after = source.decode("utf-8-sig"), output.decode("utf-8-sig")
+    ends = [line[len(line.rstrip("\r\n")) :] for line in before.splitlines(keepends=True)]
+    assert [line[len(line.rstrip("\r\n")) :] for line in after.splitlines(keepends=True)] == ends
+    pairs = list(zip(_blocks(before), _blocks(after), strict=True))
+    english = changed = 0
+    for a, b in pairs:
+        assert len(b) == len(a), (a, b)  # every cue keeps its number of lines
+        timing = next((k for k, line in enumerate(a) if "-->" in line), None)
+        if timing is None:  # the header, NOTE, STYLE and REGION blocks (and text outside cues)
+            assert b == a if path.suffix == ".vtt" or len(a) > 1 else True
+            continue
+        assert b[: timing + 1] == a[: timing + 1]  # numbers, identifiers, timings and settings
+        assert [CUE_TAG.findall(x) for x in b] == [CUE_TAG.findall(x) for x in a]  # tags stay on their line
+        for x, y in zip(a[timing + 1 :], b[timing + 1 :], strict=True):
+            plain = "".join(_slots(x))
+            if detect_script(plain) == "zh" or not re.search("[A-Za-z]", plain):
+                assert y == x  # a line already in Chinese (bilingual subtitles), or without words, is kept
+                continue
+            english += 1
+            changed += y != x
+            for text_before, text_after in zip(_slots(x), _slots(y), strict=True):
+                assert text_after.strip() or not text_before.strip(), (x, y)  # no tag or line loses its words
+    assert changed or not english, "nothing was translated"
