@@ -80,13 +80,13 @@ def parse_xml(data: bytes, what: str, counts: dict[str, int] | None = None, boun
                 tagged += 1
             if elements > MAX_XML_ELEMENTS:
                 raise over(
-                    f"{what} and the parts before it have more than {MAX_XML_ELEMENTS:,} XML elements",
+                    f"the document has more than {MAX_XML_ELEMENTS:,} XML elements (counted up to {what})",
                     MAX_XML_ELEMENTS,
                     "MAX_XML_ELEMENTS",
                 )
             if bound is not None and tagged > bound.limit:
                 raise over(
-                    f"{what} and the parts before it have more than {bound.limit:,} {bound.noun}",
+                    f"the document has more than {bound.limit:,} {bound.noun} (counted up to {what})",
                     bound.limit,
                     bound.name,
                 )

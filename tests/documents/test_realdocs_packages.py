@@ -3,16 +3,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import random
 import re
+import string
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from enzh.cli.main import main
+from enzh.documents.api import parse, render, translate_document
 from enzh.documents.errors import DocumentError
 from enzh.documents.files import translate_file
+from enzh.documents.options import DocumentOptions
 from enzh.documents.packages import open_package, parse_xml, to_xml
 from enzh.runtime.router import detect_script
 
@@ -193,3 +201,99 @@ def test_real_subtitles_keep_cues_lines_tags_and_chinese_lines(path, translated)
             for text_before, text_after in zip(_slots(x), _slots(y), strict=True):
                 assert text_after.strip() or not text_before.strip(), (x, y)  # no tag or line loses its words
     assert changed or not english, "nothing was translated"
+
+
+# --- Bounds of a .docx (issue 26 item 2) ----------------------------------------------------------------------
+
+SECONDS = 10.0  # generous for a shared 2-core machine; each case takes well under a second alone
+NOT_A_MODEL: Any = object()  # the input is refused while it is read, before the translator is used
+
+
+def _docx(body: bytes, prolog: bytes = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n') -> bytes:
+    """python-docx's default document with ``body`` (w:p elements) as word/document.xml's body."""
+    docx = pytest.importorskip("docx")
+    empty = io.BytesIO()
+    docx.Document().save(empty)
+    out = io.BytesIO()
+    with zipfile.ZipFile(empty) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "word/document.xml":
+                namespaces = re.search(rb"<w:document[^>]*>", data)
+                assert namespaces is not None
+                data = prolog + namespaces.group() + b"<w:body>" + body + b"</w:body></w:document>"
+            package.writestr(info, data)
+    return out.getvalue()
+
+
+def _paragraphs(count: int) -> bytes:
+    """``count`` paragraphs of three made-up words each (varied, so the zip does not trip the ratio bound)."""
+    rnd = random.Random(0)
+    words = ["".join(rnd.choice(string.ascii_lowercase) for _ in range(rnd.randint(2, 9))) for _ in range(5000)]
+    return "".join(
+        f"<w:p><w:r><w:t>{' '.join(rnd.choices(words, k=3))}.</w:t></w:r></w:p>" for _ in range(count)
+    ).encode()
+
+
+class PeakRss:
+    """The growth of this process's peak resident memory inside the block (Linux: VmHWM reset by clear_refs)."""
+
+    def __enter__(self) -> PeakRss:
+        Path("/proc/self/clear_refs").write_text("5")
+        self.start = self._read("VmRSS")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.growth = self._read("VmHWM") - self.start
+
+    @staticmethod
+    def _read(field: str) -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError(f"no {field} in /proc/self/status")
+
+
+def test_270000_paragraphs_are_refused_while_they_are_parsed():
+    """Issue 26: 270,000 paragraphs took 73.9 s and 840 MiB; now a DocumentError at the 100,001st paragraph."""
+    data = _docx(_paragraphs(270_000))
+    started = time.perf_counter()
+    with PeakRss() as rss, pytest.raises(DocumentError, match=r"more than 100,000 paragraphs .*MAX_PARAGRAPHS"):
+        translate_document(NOT_A_MODEL, data, format="docx")
+    assert time.perf_counter() - started < SECONDS
+    assert rss.growth < 150 << 20, f"{rss.growth / 2**20:.0f} MiB"
+
+
+def test_paragraphs_up_to_the_bound_translate(monkeypatch):
+    from enzh.documents import docx
+
+    monkeypatch.setattr(docx, "PARAGRAPHS", dataclasses.replace(docx.PARAGRAPHS, limit=1000))
+    options = DocumentOptions(format="docx")
+    out = render(parse(_docx(_paragraphs(1000)), options), lambda texts: [t.upper() for t in texts], options)
+    document = open_package(out, ".docx").xml("word/document.xml")
+    texts = [t.text for t in document.iter(f"{W}t")]
+    assert len(texts) == 1000 and all(t == t.upper() for t in texts)
+    with pytest.raises(DocumentError, match=r"more than 1,000 paragraphs"):
+        parse(_docx(_paragraphs(1001)), options)
+
+
+def test_xml_elements_are_bounded(monkeypatch):
+    from enzh.documents import packages
+
+    monkeypatch.setattr(packages, "MAX_XML_ELEMENTS", 10_000)
+    with pytest.raises(DocumentError, match=r"more than 10,000 XML elements .*MAX_XML_ELEMENTS"):
+        translate_document(NOT_A_MODEL, _docx(b"<w:p><w:r/></w:p>" * 6000), format="docx")
+
+
+def test_an_entity_bomb_in_word_document_xml_is_one_line_and_no_output(tmp_path, capsys):
+    lol = _lol().split(b"<d>")[0].split(b"?>")[1]  # the DOCTYPE with its entity declarations
+    source = tmp_path / "bomb.docx"
+    source.write_bytes(_docx(b"<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p>", b'<?xml version="1.0"?>' + lol))
+    with PeakRss() as rss:
+        with pytest.raises(DocumentError, match=r"'word/document.xml' declares XML entities"):
+            translate_document(NOT_A_MODEL, source.read_bytes(), format="docx")
+        assert main(["translate-file", str(source), str(tmp_path / "out.docx")]) == 2
+    assert rss.growth < 50 << 20, f"{rss.growth / 2**20:.0f} MiB"
+    err = capsys.readouterr().err
+    assert err.startswith("enzh translate-file: error: ") and err.count("\n") == 1, err
+    assert "declares XML entities" in err and not (tmp_path / "out.docx").exists()
