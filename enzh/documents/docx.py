@@ -1,19 +1,28 @@
-"""Word (.docx, python-docx): every paragraph of the body, tables (nested ones too), text boxes, headers and
-footers is translated; styles, paragraph properties and each run's formatting are kept.
+"""Word (.docx): every paragraph of the main document (body, tables, nested tables, text boxes), of the headers
+and of the footers is translated; only the text of its ``w:t`` elements changes.
 
-A paragraph is one block and each of its text runs (also inside hyperlinks) is a mark over its words, so the
-formatting of a run (bold, italic, underline, font, colour, size) stays on the words it covered: after
-placement every run gets the translation of its share, in order (text between runs goes to the run before it);
-runs are never added or deleted. Runs holding anything but text, tabs and line breaks (fields, drawings,
-footnote references) and the runs of a complex field's result are left untouched. Not translated: footnotes,
-endnotes, comments. The package is written with the input's member timestamps, so the same input and options
-always give the same bytes.
+The package is read with :mod:`enzh.documents.packages` (zip bounds, XML without entity expansion or network)
+and the parts are edited as XML with lxml: every element and attribute stays where it was (``w:tab``,
+``w:br``, run properties, hyperlinks, bookmarks, fields). The parts that are not translated ([Content_Types],
+relationships, styles, media, docProps) are copied byte for byte, in the input's zip order.
+
+A paragraph is cut at its tabs and line breaks (``w:tab``, ``w:br``, ``w:cr``) into segments; a segment with
+English text is one block and each of its ``w:t`` elements a mark over its words, so a run's formatting (bold,
+italic, font, colour, a hyperlink around it) stays on the words it covered: after placement each ``w:t`` gets
+the translation of its share, in order (text between marks goes to the mark before it). A ``w:t`` that had
+words never comes back empty: when the placement leaves one without text, it and its empty neighbours share
+the text of the mark before them (or after), cut in proportion to their source lengths
+(:func:`enzh.documents.shares.share_out`). A
+``w:t`` of spaces alone may end up empty (Chinese needs no spaces between runs). Runs holding anything but text,
+tabs and line breaks (drawings, footnote references, deleted text) and the runs of a complex field (its
+instruction and result) are left untouched. Not translated: footnotes, endnotes, comments.
+
+Bounds (:mod:`enzh.documents.limits`): the zip directory, and :data:`~enzh.documents.limits.MAX_PARAGRAPHS`
+paragraphs in all the translated parts, counted while they are parsed; the work is linear in the XML.
 """
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,14 +30,36 @@ from typing import Any
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
-from enzh.documents.limits import check_zip
+from enzh.documents.limits import MAX_PARAGRAPHS
 from enzh.documents.markup import Tag, Text, arrange, tag_of
-from enzh.runtime.optional import import_optional
+from enzh.documents.packages import Bound, Package, open_package, to_xml
+from enzh.documents.shares import share_out
 from enzh.runtime.segment import needs_translation
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-_TEXT_CHILDREN = {f"{_W}{name}" for name in ("rPr", "t", "tab", "br", "cr", "noBreakHyphen", "lastRenderedPageBreak")}
-_EPOCH = (1980, 1, 1, 0, 0, 0)
+_P, _R, _T = f"{_W}p", f"{_W}r", f"{_W}t"
+_TEXT_CHILDREN = {
+    f"{_W}{name}" for name in ("rPr", "t", "tab", "br", "cr", "noBreakHyphen", "softHyphen", "lastRenderedPageBreak")
+}
+_SEPARATORS = {f"{_W}tab", f"{_W}br", f"{_W}cr"}  # a paragraph's segments end here
+_MAIN = (
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+    "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
+)
+_HEADERS = (
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.header+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.footer+xml",
+)
+PARAGRAPHS = Bound(_P, MAX_PARAGRAPHS, "MAX_PARAGRAPHS", "paragraphs")
+
+
+@dataclass
+class _Layout:
+    package: Package
+    parts: list[tuple[str, Any]]  # (member name, its parsed root), the translated parts
+    texts: list[list[Any]]  # per block: its w:t elements, in the order of the block's marks
 
 
 @dataclass(frozen=True)
@@ -38,81 +69,60 @@ class DocxFormat:
     binary: bool = True
 
     def read(self, source: bytes, field: str | None = None) -> Units:
-        docx = import_optional("docx", "Word (.docx) translation")
-        check_zip(source)  # members' declared sizes, count and ratio, before python-docx inflates anything
-        try:
-            document = docx.Document(io.BytesIO(source))
-        except Exception as exc:  # python-docx raises zipfile, KeyError and its own errors for a bad package
+        package = open_package(source, "Word .docx", hint="an old .doc must be saved as .docx first")
+        types = package.content_types()
+        main = [part for part, kind in types.items() if kind in _MAIN]
+        if len(main) != 1:
             raise DocumentError(
-                f"the input is not a Word .docx file ({type(exc).__name__}: {exc}); "
-                "an old .doc must be saved as .docx first"
-            ) from None
+                f"the input is not a Word .docx file ({len(main)} main document parts in [Content_Types].xml, "
+                "one expected); an old .doc must be saved as .docx first"
+            )
+        names = main + [part for part, kind in types.items() if kind in _HEADERS]
+        parts = [(name[1:], package.xml(name[1:], PARAGRAPHS)) for name in names]
         blocks: list[Block] = []
-        runs: list[list[Any]] = []
-        for paragraph in _paragraphs(document):
-            found = _paragraph_block(paragraph)
-            if found is not None and needs_translation(found[0].text):
-                blocks.append(found[0])
-                runs.append(found[1])
-        return Units(blocks, (document, runs, source))
+        texts: list[list[Any]] = []
+        for _, root in parts:
+            for paragraph in root.iter(_P):
+                for block, elements in _segments(paragraph):
+                    if needs_translation(block.text):
+                        blocks.append(block)
+                        texts.append(elements)
+        return Units(blocks, _Layout(package, parts, texts))
 
     def write(self, units: Units, translated: Sequence[TranslatedBlock]) -> bytes:
-        document, runs, source = units.layout
-        for block, run_list, done in zip(units.blocks, runs, translated, strict=True):
-            texts = [""] * len(run_list)
+        layout: _Layout = units.layout
+        for block, elements, done in zip(units.blocks, layout.texts, translated, strict=True):
+            shares = [""] * len(elements)
             current = 0
             for event in arrange(block, done):
                 if isinstance(event, Text):
                     if event.owner is not None:
                         current = tag_of(block.marks[event.owner]).index
-                    texts[current] += event.text
-            for run, text in zip(run_list, texts, strict=True):
-                if run.text != text:
-                    run.text = text
-        buffer = io.BytesIO()
-        document.save(buffer)
-        return _stable_zip(buffer.getvalue(), source)
-
-
-def _paragraphs(document: Any) -> Iterator[Any]:
-    """Every w:p of the body (tables, nested tables, text boxes) and of headers and footers, once each."""
-    seen: set[int] = set()
-    roots = [document.element.body]
-    for section in document.sections:
-        for part in (
-            section.header,
-            section.first_page_header,
-            section.even_page_header,
-            section.footer,
-            section.first_page_footer,
-            section.even_page_footer,
-        ):
-            if not part.is_linked_to_previous:
-                roots.append(part._element)
-    held: list[Any] = []  # lxml proxies are held so that their ids stay unique while seen is used
-    for root in roots:
-        for paragraph in root.iter(f"{_W}p"):
-            if id(paragraph) not in seen:
-                seen.add(id(paragraph))
-                held.append(paragraph)
-                yield paragraph
+                    shares[current] += event.text
+            sources = [element.text for element in elements]
+            for element, text in zip(elements, share_out(shares, sources), strict=True):
+                element.text = text
+        replaced = {name: to_xml(root, layout.package.read(name)) for name, root in layout.parts}
+        return layout.package.rebuild(replaced)
 
 
 def _own_runs(paragraph: Any) -> Iterator[Any]:
-    """The w:r of this paragraph (inside hyperlinks, smart tags, insertions too), not of paragraphs nested in
-    it (text boxes), in document order."""
-    for run in paragraph.iter(f"{_W}r"):
-        parent = run.getparent()
-        while parent is not None and parent.tag != f"{_W}p":
-            parent = parent.getparent()
-        if parent is paragraph:
-            yield run
+    """The w:r of this paragraph (inside hyperlinks, smart tags, content controls, insertions too), not those of
+    paragraphs nested in it (text boxes inside a run), in document order; each element is visited once."""
+    stack = list(reversed(paragraph))
+    while stack:
+        element = stack.pop()
+        if element.tag == _R:
+            yield element
+        elif element.tag != _P and isinstance(element.tag, str):
+            stack.extend(reversed(element))
 
 
-def _paragraph_block(paragraph: Any) -> tuple[Block, list[Any]] | None:
+def _segments(paragraph: Any) -> Iterator[tuple[Block, list[Any]]]:
+    """The paragraph's text between its tabs and line breaks: one block per segment, a mark per w:t."""
     text = ""
     marks: list[Mark] = []
-    runs: list[Any] = []
+    elements: list[Any] = []
     in_field = 0
     for run in _own_runs(paragraph):
         for char in run.iter(f"{_W}fldChar"):
@@ -120,13 +130,16 @@ def _paragraph_block(paragraph: Any) -> tuple[Block, list[Any]] | None:
             in_field += 1 if kind == "begin" else -1 if kind == "end" else 0
         if in_field > 0 or not _plain_run(run):
             continue
-        run_text = run.text
-        if not run_text:
-            continue
-        marks.append(Mark(len(text), len(text) + len(run_text), Tag("run", index=len(runs))))
-        runs.append(run)
-        text += run_text
-    return (Block(text, tuple(marks)), runs) if runs else None
+        for child in run:
+            if child.tag in _SEPARATORS and elements:
+                yield Block(text, tuple(marks)), elements
+                text, marks, elements = "", [], []
+            elif child.tag == _T and child.text:
+                marks.append(Mark(len(text), len(text) + len(child.text), Tag("run", index=len(elements))))
+                elements.append(child)
+                text += child.text
+    if elements:
+        yield Block(text, tuple(marks)), elements
 
 
 def _plain_run(run: Any) -> bool:
@@ -137,20 +150,6 @@ def _plain_run(run: Any) -> bool:
         if child.tag == f"{_W}br" and child.get(f"{_W}type") not in (None, "textWrapping"):
             return False
     return True
-
-
-def _stable_zip(data: bytes, source: bytes) -> bytes:
-    """``data`` re-packed with each member's timestamp from ``source`` (a fixed one for new members)."""
-    with zipfile.ZipFile(io.BytesIO(source)) as original:
-        stamps = {info.filename: info.date_time for info in original.infolist()}
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as written, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as packed:
-        for info in written.infolist():
-            stable = zipfile.ZipInfo(info.filename, date_time=stamps.get(info.filename, _EPOCH))
-            stable.compress_type = zipfile.ZIP_DEFLATED
-            stable.external_attr = info.external_attr
-            packed.writestr(stable, written.read(info.filename))
-    return out.getvalue()
 
 
 FORMAT = DocxFormat()

@@ -17,13 +17,15 @@ from enzh.documents.inline import Block, mark_parents
 
 MAX_DEPTH = 256  # inline marks open inside each other (HTML inline tags, Markdown emphasis and links)
 MAX_MARKS = 100_000  # inline marks in one document
+MAX_PARAGRAPHS = 100_000  # paragraphs in the translated parts of a package (w:p of a .docx)
+MAX_XML_ELEMENTS = 5_000_000  # elements in the XML parts a package format parses, all of them together
 MAX_ZIP_MEMBERS = 10_000  # members of a .docx
 MAX_ZIP_BYTES = 256 * 1024 * 1024  # the declared uncompressed sizes of a .docx's members, summed
 MAX_ZIP_RATIO = 200  # uncompressed / compressed size of a member over RATIO_FROM bytes
 RATIO_FROM = 1024 * 1024  # smaller members may compress as well as they like (they cannot inflate far)
 
 
-def _over(what: str, limit: int, name: str) -> DocumentError:
+def over(what: str, limit: int, name: str) -> DocumentError:
     return DocumentError(f"{what}, over the limit of {limit:,} (enzh.documents.limits.{name})")
 
 
@@ -55,19 +57,25 @@ def check_blocks(blocks: Sequence[Block]) -> None:
 
 
 def check_zip(data: bytes, kind: str = ".docx") -> None:
-    """Refuse a zip package by its central directory alone (nothing is inflated): too many members, declared
-    sizes that sum over :data:`MAX_ZIP_BYTES`, or a large member that inflates over :data:`MAX_ZIP_RATIO` times.
-    Python's zipfile never inflates a member past its declared size, so the declared sizes bound what is read."""
+    """Refuse a zip package by its central directory alone (nothing is inflated); data that is not a zip is
+    left to the format's own reader. See :func:`check_zip_members`."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as package:
             members = package.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return  # not a zip: the format's own reader says so
+    check_zip_members(members, kind)
+
+
+def check_zip_members(members: Sequence[zipfile.ZipInfo], kind: str) -> None:
+    """Refuse a package with too many members, declared sizes that sum over :data:`MAX_ZIP_BYTES`, or a large
+    member that inflates over :data:`MAX_ZIP_RATIO` times. Python's zipfile never inflates a member past its
+    declared size, so the declared sizes bound what is read."""
     if len(members) > MAX_ZIP_MEMBERS:
-        raise _over(f"the {kind} package has {len(members):,} members", MAX_ZIP_MEMBERS, "MAX_ZIP_MEMBERS")
+        raise over(f"the {kind} package has {len(members):,} members", MAX_ZIP_MEMBERS, "MAX_ZIP_MEMBERS")
     total = sum(member.file_size for member in members)
     if total > MAX_ZIP_BYTES:
-        raise _over(f"the {kind} package declares {total:,} bytes unpacked", MAX_ZIP_BYTES, "MAX_ZIP_BYTES")
+        raise over(f"the {kind} package declares {total:,} bytes unpacked", MAX_ZIP_BYTES, "MAX_ZIP_BYTES")
     for member in members:
         ratio = member.file_size // max(member.compress_size, 1)
         if member.file_size > RATIO_FROM and ratio > MAX_ZIP_RATIO:

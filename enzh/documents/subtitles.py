@@ -24,7 +24,9 @@ from dataclasses import dataclass, field, replace
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
 from enzh.documents.limits import check_depth
-from enzh.documents.markup import Tag, Token, break_gaps, sentence_breaks, tag_of, tokens
+from enzh.documents.markup import Tag, Token, sentence_breaks, tag_of, tokens
+from enzh.documents.shares import cut, share_out
+from enzh.runtime.router import detect_script
 from enzh.runtime.segment import needs_translation
 
 logger = logging.getLogger("enzh")
@@ -38,7 +40,6 @@ _SENTENCE_END = re.compile(r"[.?!…。？！♪][\"'”’)\]]*$")
 _DASH = ("-", "–", "—")  # a cue line starting with one of these is a new speaker
 _SPEAKER = re.compile(r"\s*[-–—]\s*")
 _MAX_GROUP = 4
-_BLANK_CUE = "……"  # written for a cue left without text by the placement (a cue cannot be empty)
 
 
 @dataclass
@@ -52,8 +53,9 @@ class _Cue:
     marks: list[tuple[int, int, Tag]] = field(default_factory=list)  # over text; parents local to the cue
     prefix: str = ""  # tags before any text of the cue, copied
     suffix: str = ""
-    places: tuple[tuple[int, float, str], ...] = ()
+    breaks: list[int] = field(default_factory=list)  # offsets in text of the characters between its lines
     dashes: dict[int, str] = field(default_factory=dict)  # line of the text -> its speaker dash, copied
+    kept: dict[int, str] = field(default_factory=dict)  # line of the cue -> the line, copied (other language)
 
 
 @dataclass
@@ -123,20 +125,28 @@ def _find_cues(lines: list[tuple[str, str]], vtt: bool) -> list[_Cue]:
 
 
 def _parse_cue(cue: _Cue, texts: list[str], vtt: bool) -> None:
-    """Plain text, tag marks and line breaks of a cue (tags are kept as raw source)."""
+    """Plain text, tag marks and line breaks of a cue (tags are kept as raw source); lines in another language
+    than the source's are kept aside, whole."""
     text = ""
     marks: list[_Raw] = []  # in document order; a tag opened and never closed stays a point
     parents: list[int | None] = []
     stack: list[tuple[str, int]] = []  # open tags: (name, mark index)
     soft: list[tuple[int, str]] = []
     hard: list[tuple[int, str]] = []
-    for number, line in enumerate(texts):
+    kept = _kept_lines([_decode(_TAG.sub("", line), vtt) for line in texts])
+    number = -1  # lines of the text so far, less one
+    for at, line in enumerate(texts):
+        if at in kept:
+            cue.kept[at] = line
+            continue
+        number += 1
         dash = _SPEAKER.match(line)
         if number:
+            cue.breaks.append(len(text))
             (hard if dash else soft).append((len(text), cue.newline))
             text += "\n" if dash else " "
         if dash:  # the model sees the line without it; it is written back at the start of the same line
-            cue.dashes[text.count("\n")] = dash.group()
+            cue.dashes[number] = dash.group()
             line = line[dash.end() :]
         position = 0
         for match in _TAG.finditer(line):
@@ -178,7 +188,22 @@ def _parse_cue(cue: _Cue, texts: list[str], vtt: bool) -> None:
     cue.marks = [
         (marks[i].start, marks[i].end, replace(tags[i], parent=_shift(parents[i], first))) for i in range(first, last)
     ]
-    cue.text, cue.places, _ = sentence_breaks(text, soft, hard)
+    cue.text, _, _ = sentence_breaks(text, soft, hard)
+
+
+def _kept_lines(plain: list[str]) -> set[int]:
+    """The lines of a cue (their text without tags) that are copied as they are: those without words to
+    translate, and those in another language than the source's (:func:`enzh.runtime.router.detect_script`: a
+    bilingual subtitle's Chinese line when translating English, its English line when translating Chinese).
+    While a document's language is told (every script read), a cue with lines in both languages reads as
+    English: its Chinese lines are taken as the translation already there."""
+    latin, han = needs_translation("a"), needs_translation("中")
+    scripts = [detect_script(line) for line in plain]
+    if latin and han:
+        bilingual = "en" in scripts and "zh" in scripts
+        return {i for i, line in enumerate(plain) if not line.strip() or (bilingual and scripts[i] == "zh")}
+    other = "zh" if latin else "en"
+    return {i for i, line in enumerate(plain) if not needs_translation(line) or scripts[i] == other}
 
 
 def _shift(parent: int | None, by: int) -> int | None:
@@ -236,50 +261,107 @@ def _group_block(group: list[_Cue]) -> Block:
 
 
 def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt: bool) -> list[list[str]]:
-    """Each cue's new text lines, from its share of the translation (text outside every cue goes to the cue
-    before it, or to the first). When the placement leaves a cue of a group without text, the group's
-    translation is cut again in proportion to the cues' source lengths, between tags."""
-    shares: list[list[Token]] = [[] for _ in group]
-    current = 0
+    """Each cue's new lines. The source's tags, line breaks and cue boundaries are a fixed skeleton, in order;
+    the translation's text falls between its tags (the placement's marks, which never leave their cue) and is
+    written in the same places: between two tags where it fell, cut in proportion to the source's lines when
+    that place held a line break; text outside every cue goes to the cue before it. A place whose source had
+    words and that got none shares the text of its neighbour (:func:`enzh.documents.shares.share_out`), so no
+    line, tag or cue that had words comes back without."""
+    source = tokens(block, TranslatedBlock(block.text, block.marks))
+    output = tokens(block, translated)
     cue_of = {i: tag_of(m).index for i, m in enumerate(block.marks) if tag_of(m).kind == "cue"}
-    for item in tokens(block, translated):
-        if item.kind in ("o", "c") and item.mark in cue_of:
-            current = cue_of[item.mark]
+    bases = [m.start for m in block.marks if tag_of(m).kind == "cue"]
+    breaks = {
+        base + at: (number, k + 1)
+        for number, (base, cue) in enumerate(zip(bases, group, strict=True))
+        for k, at in enumerate(cue.breaks)
+    }
+    # The skeleton: ("s", token) a tag or cue boundary, ("b", line) a break before that line of the cue, and
+    # ("t", slot) a place for text, after every other item; slots are numbered in order.
+    skeleton: list[tuple[str, object]] = []
+    slot_source: list[str] = [""]
+    slot_gap: list[int] = [0]  # the gap (between structural tokens) each slot is in
+    slot_cue: list[int | None] = [None]
+    gap, position, owner = 0, 0, None
+    for item in source:
+        if item.kind == "t":
+            if position in breaks:
+                skeleton.append(("b", breaks[position][1]))
+                slot_source.append("")
+                slot_gap.append(gap)
+                slot_cue.append(owner)
+            else:
+                slot_source[-1] += item.text
+            position += 1
             continue
-        shares[current].append(item)
-    if len(group) > 1 and not all(_has_text(share) for share in shares):
-        flat = [item for share in shares for item in share]
-        ends = [m.end for m in block.marks if tag_of(m).kind == "cue"][:-1]
-        gaps = break_gaps(flat, [(-1, end / max(len(block.text), 1)) for end in ends], outside_marks=True)
-        shares = [flat[a:b] for a, b in zip([0, *gaps], [*gaps, len(flat)], strict=True)]
-    return [_cue_lines(cue, items, vtt) for cue, items in zip(group, shares, strict=True)]
+        skeleton.append(("s", item))
+        if item.mark in cue_of:
+            owner = cue_of[item.mark] if item.kind == "o" else None
+        gap += 1
+        slot_source.append("")
+        slot_gap.append(gap)
+        slot_cue.append(owner)
+    gaps: list[str] = [""]
+    for item in output:
+        if item.kind == "t":
+            gaps[-1] += item.text
+        else:
+            gaps.append("")
+    shares = [""] * len(slot_source)
+    by_gap: dict[int, list[int]] = {}
+    for slot, where in enumerate(slot_gap):
+        by_gap.setdefault(where, []).append(slot)
+    for where, slots in by_gap.items():
+        for slot, piece in zip(slots, _split_gap(gaps[where], [slot_source[i] for i in slots]), strict=True):
+            shares[slot] = piece
+    # Text outside every cue joins the last slot of the cue before it (the first cue's first, at the start).
+    inside = [slot for slot, owner in enumerate(slot_cue) if owner is not None]
+    for slot, owner in enumerate(slot_cue):
+        if owner is None and shares[slot]:
+            before = [i for i in inside if i < slot]
+            target = before[-1] if before else inside[0]
+            shares[target] = shares[target] + shares[slot] if before else shares[slot] + shares[target]
+            shares[slot] = ""
+    texts = share_out([shares[i] for i in inside], [slot_source[i] for i in inside])
+    placed = dict(zip(inside, texts, strict=True))
+    lines: list[list[str]] = [[cue.dashes.get(0, "") + cue.prefix] for cue in group]
+    current: int | None = None
+    for slot, in_cue in enumerate(slot_cue):
+        if slot:  # the item before this slot
+            kind, value = skeleton[slot - 1]
+            if kind == "b":
+                assert current is not None
+                lines[current].append(group[current].dashes.get(int(value), ""))  # type: ignore[call-overload]
+            else:
+                assert isinstance(value, Token)
+                if value.mark in cue_of:
+                    current = cue_of[value.mark] if value.kind == "o" else current
+                elif current is not None:
+                    lines[current][-1] += value.text
+        if in_cue is not None:
+            text = placed[slot].replace("\n", " ")
+            if vtt:
+                text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            lines[in_cue][-1] += text
+    out = []
+    for cue, cue_lines in zip(group, lines, strict=True):
+        cue_lines[-1] += cue.suffix
+        written = [line.strip(" \t") for line in cue_lines]
+        for at in sorted(cue.kept):
+            written.insert(at, cue.kept[at])
+        out.append(written)
+    return out
 
 
-def _has_text(items: list[Token]) -> bool:
-    return any(item.kind == "t" and not item.text.isspace() for item in items)
-
-
-def _cue_lines(cue: _Cue, items: list[Token], vtt: bool) -> list[str]:
-    gaps = set(break_gaps(items, [(line, fraction) for line, fraction, _ in cue.places]))
-    out: list[str] = [cue.dashes.get(0, "")]
-    line = 0
-    for index, item in enumerate(items):
-        if index in gaps:
-            out.append("\n")
-        if item.kind == "t" and item.text == "\n":
-            line += 1
-            out.append("\n" + cue.dashes.get(line, ""))
-            continue
-        text = item.text
-        if item.kind == "t" and vtt:
-            text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        out.append(text)
-    lines = [line.strip(" \t") for line in (cue.prefix + "".join(out) + cue.suffix).split("\n")]
-    lines = [line for line in lines if line]
-    if not "".join(_TAG.sub("", line) for line in lines).strip():
-        logger.warning("a cue got no text from the translation of its sentence; writing %s", _BLANK_CUE)
-        lines = [cue.prefix + "".join(item.text for item in items if item.kind != "t") + _BLANK_CUE + cue.suffix]
-    return lines
+def _split_gap(text: str, sources: list[str]) -> list[str]:
+    """The translated text that fell in one place between two tags, cut over the source's lines there: at the
+    translation's own line breaks when it has one per source break, else in proportion to the lines' lengths."""
+    if len(sources) == 1:
+        return [text]
+    pieces = text.split("\n")
+    if len(pieces) == len(sources) and all(p.strip() or not s.strip() for p, s in zip(pieces, sources, strict=True)):
+        return pieces
+    return cut(text.replace("\n", " "), [len(s.strip()) for s in sources])
 
 
 SRT = SubtitleFormat("srt", (".srt",), vtt=False)

@@ -26,6 +26,7 @@ EXTRAS = {
     "python_multipart": "serve",
     "py3langid": "serve",
     "docx": "documents",
+    "lxml": "documents",
     "markdown_it": "documents",
     "opencc": "documents",
     "ray": "ray",
