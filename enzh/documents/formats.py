@@ -54,6 +54,11 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "docx": ("enzh.documents.docx", "FORMAT"),
     "jsonl": ("enzh.documents.records", "JSONL"),
     "tsv": ("enzh.documents.records", "TSV"),
+    "pptx": ("enzh.documents.ooxml", "PPTX"),
+    "xlsx": ("enzh.documents.ooxml", "XLSX"),
+    "epub": ("enzh.documents.epub", "FORMAT"),
+    "odt": ("enzh.documents.odf", "ODT"),
+    "odp": ("enzh.documents.odf", "ODP"),
 }
 FORMAT_NAMES = tuple(_REGISTRY)
 EXTENSIONS: dict[str, str] = {
@@ -70,7 +75,19 @@ EXTENSIONS: dict[str, str] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".tsv": "tsv",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".epub": "epub",
+    ".odt": "odt",
+    ".odp": "odp",
 }
+
+# PDF: why it is refused and what to do instead (docs/documents.md, "PDF").
+PDF_REFUSAL = (
+    "PDF is not supported: a PDF holds glyphs at positions on a page, not paragraphs, so a translation could not "
+    "keep its layout; convert it to .docx or .odt first (LibreOffice: soffice --infilter=writer_pdf_import "
+    "--convert-to docx FILE.pdf, or pdf2docx), translate that, and export the result to PDF again"
+)
 
 
 def detect_format(path: str | PurePath) -> str:
@@ -78,6 +95,8 @@ def detect_format(path: str | PurePath) -> str:
     suffix = PurePath(path).suffix.lower()
     if suffix in EXTENSIONS:
         return EXTENSIONS[suffix]
+    if suffix == ".pdf":
+        raise DocumentError(PDF_REFUSAL)
     what = f"extension {suffix!r}" if suffix else "no extension"
     raise DocumentError(
         f"cannot tell the format of {str(path)!r} from its {what}; accepted: {', '.join(EXTENSIONS)}; "

@@ -28,6 +28,7 @@ EXTRAS = {
     "docx": "documents",
     "markdown_it": "documents",
     "opencc": "documents",
+    "lxml": "documents",
     "ray": "ray",
 }
 

@@ -31,7 +31,7 @@ from starlette.datastructures import UploadFile
 from starlette.responses import FileResponse, Response
 
 from enzh.documents.errors import DocumentError
-from enzh.documents.formats import EXTENSIONS, detect_format, get_format
+from enzh.documents.formats import EXTENSIONS, PDF_REFUSAL, detect_format, get_format
 from enzh.documents.options import DocumentOptions
 from enzh.runtime.default_model import DEMO_NAME, demo_name
 from enzh.runtime.router import base_language
@@ -284,7 +284,8 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
         response_model=schemas.TranslatedFile,
         responses=schemas.libre_errors(400, 403, 413, 429, 500, 503, 504),
         openapi_extra=schemas.file_body(),
-        summary="Translate a file (txt, html, md, srt, vtt, docx, jsonl, tsv); answers its download URL",
+        summary="Translate a file (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv); answers its "
+        "download URL",
         tags=[TAG],
     )
     async def translate_file(request: Request) -> Response:
@@ -354,7 +355,8 @@ def _file_format(name: str) -> str:
     except DocumentError:
         format = ""
     if format not in supported_formats().values():
-        raise LibreError(400, "Invalid request: file format not supported")
+        pdf = f"; {PDF_REFUSAL}" if name.lower().endswith(".pdf") else ""
+        raise LibreError(400, f"Invalid request: file format not supported{pdf}")
     return format
 
 
