@@ -3,8 +3,9 @@
 A format reads its input into :class:`Units` (the :class:`~enzh.documents.inline.Block` of every piece of text
 to translate, plus whatever the format needs to write the result back) and writes the output from the
 translated blocks. Text formats (``binary = False``) get and give ``str`` (decoding, the BOM and line ends are
-handled once in :mod:`enzh.documents.encoding`); binary ones (docx) get and give ``bytes``. Every text format
-rewrites only the spans of its input that hold translatable text: everything else comes out byte for byte.
+handled once in :mod:`enzh.documents.encoding`); binary ones (docx and the other zip packages: pptx, xlsx, odt,
+odp, epub) get and give ``bytes``. Every text format rewrites only the spans of its input that hold translatable
+text: everything else comes out byte for byte.
 
 A format module defines one object per format it implements (``FORMAT``, or ``SRT``/``VTT``, ``JSONL``/``TSV``)
 and is imported only when that format is used, so its parser (markdown-it-py, python-docx) stays optional.

@@ -32,6 +32,8 @@ from enzh.runtime.segment import needs_translation
 
 # A DOCTYPE with an internal subset (``<!DOCTYPE x [ ... ]>``): where entities are declared.
 _INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^>\[]*\[", re.IGNORECASE)
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the signature of an OLE compound file (encrypted OOXML, .doc, .xls)
+_UTF16 = (b"\xff\xfe", b"\xfe\xff")
 
 
 @dataclass
@@ -60,6 +62,11 @@ def open_package(source: bytes, kind: str, what: str) -> Package:
     be and how to get one, for the message)."""
     if not isinstance(source, bytes | bytearray):
         raise DocumentError(f"the {kind} format needs bytes, not {type(source).__name__}")
+    if bytes(source[:8]) == _OLE:
+        raise DocumentError(
+            f"the input is an OLE compound file, not a {kind} package: a password-protected Office file or an old "
+            f"binary one (.doc, .ppt, .xls); remove the password or save it as {kind} first"
+        )
     check_zip(bytes(source), kind)  # count, declared sizes and ratio from the directory, before inflating
     try:
         with zipfile.ZipFile(io.BytesIO(source)) as package:
@@ -77,6 +84,8 @@ def open_package(source: bytes, kind: str, what: str) -> Package:
 def check_entities(data: bytes, name: str, kind: str) -> None:
     """Refuse a part whose DOCTYPE has an internal subset: that is where entities are declared, and no part of
     these packages needs one (an entity bomb is refused here, before any parser sees it)."""
+    if data.startswith(_UTF16):  # the XML is UTF-16: look at it as UTF-8
+        data = data.decode("utf-16", "replace").encode("utf-8")
     if _INTERNAL_SUBSET.search(data[:65536]) or (b"<!ENTITY" in data and _INTERNAL_SUBSET.search(data)):
         raise DocumentError(
             f"the {kind} part {name!r} declares XML entities (a DOCTYPE with an internal subset), which enzh does "

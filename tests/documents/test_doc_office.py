@@ -568,6 +568,16 @@ def test_cli_refuses_hostile_packages_with_exit_2_and_no_output(format, hostile,
         assert not output.exists() and list(tmp_path.iterdir()) == [source]
 
 
+def test_a_utf16_entity_bomb_and_an_ole_file_are_refused():
+    utf16 = LAUGHS.replace(b'?xml version="1.0"?', b'?xml version="1.0" encoding="UTF-16"?').decode().encode("utf-16")
+    data = with_member(make_shared_xlsx(), "xl/sharedStrings.xml", utf16)
+    with pytest.raises(DocumentError, match=r"'xl/sharedStrings.xml' declares XML entities"):
+        translate_document(NOT_A_MODEL, data, format="xlsx")
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504)  # what an encrypted .pptx or an old .ppt starts with
+    with pytest.raises(DocumentError, match=r"OLE compound file, not a \.pptx package: a password-protected"):
+        translate_document(NOT_A_MODEL, ole, format="pptx")
+
+
 def test_a_docx_renamed_pptx_or_xlsx_is_refused(tmp_path):
     docx = pytest.importorskip("docx")
     document = docx.Document()
