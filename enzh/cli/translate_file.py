@@ -14,7 +14,8 @@ from enzh.scale.options import corpus_options
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "translate-file",
-        help="translate a document (txt, html, md, srt, vtt, docx, jsonl, tsv), keeping its structure",
+        help="translate a document (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv), keeping "
+        "its structure",
         description="Translate INPUT into OUTPUT, keeping its structure; an interrupted run started again with "
         "the same arguments resumes from OUTPUT.enzh-journal.",
     )

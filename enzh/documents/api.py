@@ -89,8 +89,9 @@ def translate_document(
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
-    ``format``: ``txt``, ``html``, ``md``, ``srt``, ``vtt``, ``docx``, ``jsonl`` or ``tsv``; ``data``: ``str``
-    or UTF-8 ``bytes`` for the text formats (the result has the same type; a BOM is kept), ``bytes`` for docx.
+    ``format``: ``txt``, ``html``, ``md``, ``srt``, ``vtt``, ``docx``, ``pptx``, ``xlsx``, ``odt``, ``odp``,
+    ``epub``, ``jsonl`` or ``tsv``; ``data``: ``str`` or UTF-8 ``bytes`` for the text formats (the result has the
+    same type; a BOM is kept), ``bytes`` for the packages (docx, pptx, xlsx, odt, odp, epub).
     ``field``: the jsonl field or tsv column (default ``text``); ``beam_size``, ``target``: as
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator

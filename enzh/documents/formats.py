@@ -3,8 +3,9 @@
 A format reads its input into :class:`Units` (the :class:`~enzh.documents.inline.Block` of every piece of text
 to translate, plus whatever the format needs to write the result back) and writes the output from the
 translated blocks. Text formats (``binary = False``) get and give ``str`` (decoding, the BOM and line ends are
-handled once in :mod:`enzh.documents.encoding`); binary ones (docx) get and give ``bytes``. Every text format
-rewrites only the spans of its input that hold translatable text: everything else comes out byte for byte.
+handled once in :mod:`enzh.documents.encoding`); binary ones (docx and the other zip packages: pptx, xlsx, odt,
+odp, epub) get and give ``bytes``. Every text format rewrites only the spans of its input that hold translatable
+text: everything else comes out byte for byte.
 
 A format module defines one object per format it implements (``FORMAT``, or ``SRT``/``VTT``, ``JSONL``/``TSV``)
 and is imported only when that format is used, so its parser (markdown-it-py, python-docx) stays optional.
@@ -54,6 +55,11 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "docx": ("enzh.documents.docx", "FORMAT"),
     "jsonl": ("enzh.documents.records", "JSONL"),
     "tsv": ("enzh.documents.records", "TSV"),
+    "pptx": ("enzh.documents.ooxml", "PPTX"),
+    "xlsx": ("enzh.documents.ooxml", "XLSX"),
+    "epub": ("enzh.documents.epub", "FORMAT"),
+    "odt": ("enzh.documents.odf", "ODT"),
+    "odp": ("enzh.documents.odf", "ODP"),
 }
 FORMAT_NAMES = tuple(_REGISTRY)
 EXTENSIONS: dict[str, str] = {
@@ -70,7 +76,19 @@ EXTENSIONS: dict[str, str] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".tsv": "tsv",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".epub": "epub",
+    ".odt": "odt",
+    ".odp": "odp",
 }
+
+# PDF: why it is refused and what to do instead (docs/documents.md, "PDF").
+PDF_REFUSAL = (
+    "PDF is not supported: a PDF holds glyphs at positions on a page, not paragraphs, so a translation could not "
+    "keep its layout; convert it to .docx or .odt first (LibreOffice: soffice --infilter=writer_pdf_import "
+    "--convert-to docx FILE.pdf, or pdf2docx), translate that, and export the result to PDF again"
+)
 
 
 def detect_format(path: str | PurePath) -> str:
@@ -78,6 +96,8 @@ def detect_format(path: str | PurePath) -> str:
     suffix = PurePath(path).suffix.lower()
     if suffix in EXTENSIONS:
         return EXTENSIONS[suffix]
+    if suffix == ".pdf":
+        raise DocumentError(PDF_REFUSAL)
     what = f"extension {suffix!r}" if suffix else "no extension"
     raise DocumentError(
         f"cannot tell the format of {str(path)!r} from its {what}; accepted: {', '.join(EXTENSIONS)}; "

@@ -29,6 +29,7 @@ EXTRAS = {
     "lxml": "documents",
     "markdown_it": "documents",
     "opencc": "documents",
+    "lxml": "documents",
     "ray": "ray",
 }
 

@@ -283,7 +283,8 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
         response_model=schemas.TranslatedFile,
         responses=schemas.libre_errors(400, 403, 413, 429, 500, 503, 504),
         openapi_extra=schemas.file_body(),
-        summary="Translate a file (txt, html, md, srt, vtt, docx, jsonl, tsv); answers its download URL",
+        summary="Translate a file (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv); answers its "
+        "download URL",
         tags=[TAG],
     )
     async def translate_file(request: Request) -> Response:

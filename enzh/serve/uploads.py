@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 
 from enzh.documents.api import parse
 from enzh.documents.errors import DocumentError
-from enzh.documents.formats import EXTENSIONS, detect_format, get_format
+from enzh.documents.formats import EXTENSIONS, PDF_REFUSAL, detect_format, get_format
 from enzh.documents.options import DocumentOptions
 from enzh.runtime.router import base_language
 from enzh.serve.downloads import safe_name
@@ -46,7 +46,8 @@ def file_format(name: str) -> str:
     except DocumentError:
         format = ""
     if format not in supported_formats().values():
-        raise LibreError(400, "Invalid request: file format not supported")
+        pdf = f"; {PDF_REFUSAL}" if name.lower().endswith(".pdf") else ""
+        raise LibreError(400, f"Invalid request: file format not supported{pdf}")
     return format
 
 

@@ -301,7 +301,7 @@ def test_translate_file_errors(fake_client):
     post = fake_client.post
     assert error_of(post("/translate_file", data={"source": "en"}), 400) == "Invalid request: missing file parameter"
     unsupported = post("/translate_file", files={"file": ("slides.pdf", b"%PDF-1.4")})
-    assert error_of(unsupported, 400) == "Invalid request: file format not supported"
+    assert error_of(unsupported, 400).startswith("Invalid request: file format not supported; PDF is not supported")
     undecodable = post("/translate_file", files={"file": ("a.txt", b"\xff\xfe\xfa bad")})
     message = error_of(undecodable, 400)
     assert message.startswith("Invalid request: ") and "\n" not in message
