@@ -8,6 +8,9 @@ rewrites only the spans of its input that hold translatable text: everything els
 
 A format module defines one object per format it implements (``FORMAT``, or ``SRT``/``VTT``, ``JSONL``/``TSV``)
 and is imported only when that format is used, so its parser (markdown-it-py, python-docx) stays optional.
+A format that depends on more of the :class:`~enzh.documents.options.DocumentOptions` than the field (the target
+language, whether to mark machine output for review: po, xliff) also has ``configure(options) -> Format``, called
+before ``read``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "docx": ("enzh.documents.docx", "FORMAT"),
     "jsonl": ("enzh.documents.records", "JSONL"),
     "tsv": ("enzh.documents.records", "TSV"),
+    "csv": ("enzh.documents.records", "CSV"),
+    "po": ("enzh.documents.po", "FORMAT"),
+    "xliff": ("enzh.documents.xliff", "FORMAT"),
 }
 FORMAT_NAMES = tuple(_REGISTRY)
 EXTENSIONS: dict[str, str] = {
@@ -70,6 +76,11 @@ EXTENSIONS: dict[str, str] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".tsv": "tsv",
+    ".csv": "csv",
+    ".po": "po",
+    ".pot": "po",
+    ".xlf": "xliff",
+    ".xliff": "xliff",
 }
 
 

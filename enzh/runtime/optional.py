@@ -28,6 +28,8 @@ EXTRAS = {
     "docx": "documents",
     "markdown_it": "documents",
     "opencc": "documents",
+    "polib": "documents",
+    "lxml": "documents",
     "ray": "ray",
 }
 

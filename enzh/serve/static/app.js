@@ -11,7 +11,7 @@ const $ = (id) => document.getElementById(id);
 const DEBOUNCE_MS = 400;
 const ALTERNATIVES = 3;
 const MAX_AUTO_RETRY_S = 30;
-const DEFAULT_FORMATS = [".txt", ".html", ".md", ".srt", ".vtt", ".docx", ".jsonl", ".tsv"];
+const DEFAULT_FORMATS = [".txt", ".html", ".md", ".srt", ".vtt", ".docx", ".jsonl", ".tsv", ".csv", ".po", ".pot", ".xlf", ".xliff"];
 const DEFAULT_DEMO_NOTICE =
   "This server runs enzh's small demo model. It only knows the simple sentences of its training domain " +
   "(people, places, times, dates, numbers and prices) and is not a general translator.";
