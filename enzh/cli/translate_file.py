@@ -14,8 +14,8 @@ from enzh.scale.options import corpus_options
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "translate-file",
-        help="translate a document (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv), keeping "
-        "its structure",
+        help="translate a document (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv, csv, po, "
+        "xliff), keeping its structure",
         description="Translate INPUT into OUTPUT, keeping its structure; an interrupted run started again with "
         "the same arguments resumes from OUTPUT.enzh-journal.",
     )
@@ -30,7 +30,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--field",
         metavar="NAME",
-        help="jsonl: the field to translate; tsv: column name or 0-based index (default: text)",
+        help="jsonl: the field to translate; tsv, csv: column name or 0-based index (default: text)",
+    )
+    p.add_argument(
+        "--no-fuzzy",
+        dest="fuzzy",
+        action="store_false",
+        help="po, xliff: do not mark machine translations as needing review (po: the fuzzy flag; XLIFF: the "
+        "target's state)",
+    )
+    p.add_argument(
+        "--retranslate",
+        action="store_true",
+        help="po, xliff: translate entries that already have a translation too (default: they are kept)",
     )
     p.add_argument("--beam-size", type=positive_int, help="beam width (default: the manifest's num_beams)")
     p.add_argument(
@@ -97,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             target=args.target,
             convert=args.convert,
             source=source,
+            fuzzy=args.fuzzy,
+            retranslate=args.retranslate,
         )
 
     prepared = prepared_as(args.source)  # bad paths and options fail before any model is loaded

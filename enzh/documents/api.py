@@ -40,6 +40,9 @@ def parse(data: str | bytes, options: DocumentOptions, name: str = "the input") 
 
 def _parse(data: str | bytes, options: DocumentOptions, name: str) -> Parsed:
     implementation = get_format(options.format)
+    configure = getattr(implementation, "configure", None)  # formats with options of their own (po, xliff)
+    if configure is not None:
+        implementation = configure(options)
     decoded = None
     source: Any = data
     if implementation.binary:
@@ -86,21 +89,31 @@ def translate_document(
     target: str | None = None,
     convert: str | None = None,
     source: str = "en",
+    fuzzy: bool = True,
+    retranslate: bool = False,
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
     ``format``: ``txt``, ``html``, ``md``, ``srt``, ``vtt``, ``docx``, ``pptx``, ``xlsx``, ``odt``, ``odp``,
-    ``epub``, ``jsonl`` or ``tsv``; ``data``: ``str`` or UTF-8 ``bytes`` for the text formats (the result has the
-    same type; a BOM is kept), ``bytes`` for the packages (docx, pptx, xlsx, odt, odp, epub).
-    ``field``: the jsonl field or tsv column (default ``text``); ``beam_size``, ``target``: as
+    ``epub``, ``jsonl``, ``tsv``, ``csv``, ``po`` or ``xliff``; ``data``: ``str`` or UTF-8 ``bytes`` for the text
+    formats (the result has the same type; a BOM is kept), ``bytes`` for the packages (docx, pptx, xlsx, odt, odp,
+    epub) and xliff. ``field``: the jsonl field or tsv/csv column (default ``text``); ``beam_size``, ``target``: as
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
-    must be a model from it).
+    must be a model from it); ``fuzzy`` (po, xliff): mark machine translations as needing review;
+    ``retranslate`` (po, xliff): translate entries that already have a translation too.
     """
     from enzh.documents.sentences import SentenceEngine
 
     options = DocumentOptions(
-        format=resolve_format(format), field=field, beam_size=beam_size, target=target, convert=convert, source=source
+        format=resolve_format(format),
+        field=field,
+        beam_size=beam_size,
+        target=target,
+        convert=convert,
+        source=source,
+        fuzzy=fuzzy,
+        retranslate=retranslate,
     )
     parsed = parse(data, options)
     return render(parsed, SentenceEngine(translator, options), options)

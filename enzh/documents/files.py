@@ -61,6 +61,8 @@ def prepare(
     target: str | None = None,
     convert: str | None = None,
     source: str = "en",
+    fuzzy: bool = True,
+    retranslate: bool = False,
 ) -> Prepared:
     """Check the paths and options and parse the input; every problem is one :class:`DocumentError`.
 
@@ -84,6 +86,8 @@ def prepare(
         target=target,
         convert=convert,
         source="en" if language == "auto" else language,
+        fuzzy=fuzzy,
+        retranslate=retranslate,
     )
     try:
         data = path.read_bytes()

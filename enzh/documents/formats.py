@@ -9,6 +9,9 @@ text: everything else comes out byte for byte.
 
 A format module defines one object per format it implements (``FORMAT``, or ``SRT``/``VTT``, ``JSONL``/``TSV``)
 and is imported only when that format is used, so its parser (markdown-it-py, python-docx) stays optional.
+A format that depends on more of the :class:`~enzh.documents.options.DocumentOptions` than the field (the target
+language, whether to mark machine output for review: po, xliff) also has ``configure(options) -> Format``, called
+before ``read``.
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "epub": ("enzh.documents.epub", "FORMAT"),
     "odt": ("enzh.documents.odf", "ODT"),
     "odp": ("enzh.documents.odf", "ODP"),
+    "csv": ("enzh.documents.records", "CSV"),
+    "po": ("enzh.documents.po", "FORMAT"),
+    "xliff": ("enzh.documents.xliff", "FORMAT"),
 }
 FORMAT_NAMES = tuple(_REGISTRY)
 EXTENSIONS: dict[str, str] = {
@@ -81,6 +87,11 @@ EXTENSIONS: dict[str, str] = {
     ".epub": "epub",
     ".odt": "odt",
     ".odp": "odp",
+    ".csv": "csv",
+    ".po": "po",
+    ".pot": "po",
+    ".xlf": "xliff",
+    ".xliff": "xliff",
 }
 
 # PDF: why it is refused and what to do instead (docs/documents.md, "PDF").

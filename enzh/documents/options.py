@@ -10,6 +10,8 @@ from enzh.runtime.errors import require
 CONVERSIONS = ("s2t", "s2tw", "s2twp", "s2hk")  # OpenCC configurations (docs/documents.md)
 TARGETS = ("zh-Hans", "zh-Hant", "en")
 SOURCES = ("en", "zh")  # the language a document is in: which of its pieces are translated
+FIELD_FORMATS = ("jsonl", "tsv", "csv")  # the formats whose --field names a field or column
+L10N_FORMATS = ("po", "xliff")  # localisation files: translations marked for review, translated ones skipped
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,7 +20,9 @@ class DocumentOptions:
     ``field``: the jsonl field / tsv column (None: ``text``); ``beam_size``/``target``: as
     :meth:`Translator.translate`; ``convert``: an OpenCC conversion of the Simplified output (None or ``none``:
     no conversion); ``source``: the document's language (en: pieces with Latin letters are translated, the rest
-    kept; zh: pieces with Han characters)."""
+    kept; zh: pieces with Han characters); po and xliff only: ``fuzzy`` marks each machine translation as
+    needing review (po: the ``fuzzy`` flag; XLIFF: its state), ``retranslate`` translates entries that already
+    have a translation too (by default they are kept)."""
 
     format: str
     field: str | None = None
@@ -26,6 +30,8 @@ class DocumentOptions:
     target: str | None = None
     convert: str | None = None
     source: str = "en"
+    fuzzy: bool = True
+    retranslate: bool = False
 
     def __post_init__(self) -> None:
         require(self.format in FORMAT_NAMES, f"unknown format {self.format!r}; accepted: {', '.join(FORMAT_NAMES)}")
@@ -41,8 +47,12 @@ class DocumentOptions:
             f"unknown conversion {self.convert!r}; accepted: none, {', '.join(CONVERSIONS)}",
         )
         require(
-            self.field is None or self.format in ("jsonl", "tsv"),
-            f"field applies to the jsonl and tsv formats only, not {self.format}",
+            self.field is None or self.format in FIELD_FORMATS,
+            f"field applies to the jsonl, tsv and csv formats only, not {self.format}",
+        )
+        require(
+            (self.fuzzy and not self.retranslate) or self.format in L10N_FORMATS,
+            f"fuzzy and retranslate apply to the po and xliff formats only, not {self.format}",
         )
         require(self.source in SOURCES, f"unknown source {self.source!r}; accepted: {', '.join(SOURCES)}")
         require(
@@ -64,4 +74,6 @@ class DocumentOptions:
             "target": self.target,
             "convert": self.convert,
             "source": self.source,
+            "fuzzy": self.fuzzy,
+            "retranslate": self.retranslate,
         }

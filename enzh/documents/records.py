@@ -9,15 +9,26 @@ field, a non-string value or a line that is not a JSON object is an error naming
 TSV: ``--field`` is a header name (then the first line is the header and stays) or a 0-based column index
 (then every line is data). Lines are split on tabs as they are (no quoting rules), so other columns are byte for
 byte; tabs and line breaks in a translation become spaces. A row without that column is an error.
+
+CSV (the csv module): ``--field`` as for TSV. The delimiter is the one of ``, ; TAB |`` that the csv module's
+sniffer finds in the first 64 KiB (else a comma); quotes are ``"``, doubled inside a field (RFC 4180), and a
+quoted field may hold line breaks. Records without a translated cell stay byte for byte; a record with one is
+written again by the csv module, with its own line end and its quoting (every field quoted when it had every
+field quoted, else only the fields that need it): what is normalised is a quote the csv module would not write
+(around a field that needs none, in a record that does not quote every field). A malformed record (a stray
+quote, a field over the csv module's 131,072 characters) is an error naming its line.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
@@ -152,5 +163,112 @@ def _column(lines: list[tuple[str, str]], field: str) -> tuple[int, bool]:
     raise DocumentError(f"no column named {field!r} in the header (columns: {shown}); name one or give its index")
 
 
+_DELIMITERS = ",;\t|"
+_SNIFF = 64 * 1024
+
+
+@dataclass(frozen=True)
+class CsvFormat:
+    name: str = "csv"
+    extensions: tuple[str, ...] = (".csv",)
+    binary: bool = False
+
+    def read(self, source: str, field: str | None = None) -> Units:
+        dialect = _dialect(source)
+        records = _records(source, dialect)
+        rows = [row for _, row in records if row]
+        if not rows:
+            return Units([], (records, [], dialect))
+        name = field or DEFAULT_FIELD
+        header = rows[0]
+        if name in header:
+            column, first = header.index(name), 1
+        elif name.isdigit():
+            column, first = int(name), 0
+        else:
+            shown = ", ".join(repr(cell) for cell in header)
+            raise DocumentError(
+                f"no column named {name!r} in the header (columns: {shown}); name one or give its index"
+            )
+        blocks: list[Block] = []
+        cells: list[int] = []
+        data = [i for i, (_, row) in enumerate(records) if row][first:]
+        for index in data:
+            (start, _), row = records[index]
+            if column >= len(row):
+                raise DocumentError(
+                    f"the record on line {start + 1} has {len(row)} field(s), so no column {column} ({name!r})"
+                )
+            if needs_translation(row[column]):
+                blocks.append(Block(row[column]))
+                cells.append(index)
+        return Units(blocks, (records, [(i, column) for i in cells], dialect))
+
+    def write(self, units: Units, translated: Sequence[TranslatedBlock]) -> str:
+        records, cells, dialect = units.layout
+        changed: dict[int, list[str]] = {}
+        for (index, column), done in zip(cells, translated, strict=True):
+            changed.setdefault(index, list(records[index][1]))[column] = done.text
+        out = []
+        for index, ((_, raw), row) in enumerate(records):
+            out.append(_rewrite(raw, row, changed[index], dialect) if index in changed else raw)
+        return "".join(out)
+
+
+def _dialect(source: str) -> type[csv.Dialect]:
+    """The excel dialect with the delimiter the sniffer finds (a comma when it finds none)."""
+    try:
+        delimiter = csv.Sniffer().sniff(source[:_SNIFF], delimiters=_DELIMITERS).delimiter
+    except csv.Error:
+        delimiter = ","
+
+    class Found(csv.excel):
+        pass
+
+    Found.delimiter = delimiter
+    Found.strict = True
+    return Found
+
+
+def _records(source: str, dialect: type[csv.Dialect]) -> list[tuple[tuple[int, str], list[str]]]:
+    """Every record: ((its first line's index, its raw text with its line end), its fields; [] for a blank line)."""
+    lines = [content + newline for content, newline in _lines(source)]
+    reader = csv.reader(iter(lines), dialect)
+    found: list[tuple[tuple[int, str], list[str]]] = []
+    start = 0
+    while start < len(lines):
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise DocumentError(f"the record on line {start + 1} is not valid CSV: {exc}") from None
+        found.append(((start, "".join(lines[start : reader.line_num])), row))
+        start = reader.line_num
+    return found
+
+
+def csv_records(source: str) -> list[tuple[int, list[str]]]:
+    """Every record of a CSV document: the index of its first line and its fields ([] for a blank line)."""
+    return [(start, row) for (start, _), row in _records(source, _dialect(source))]
+
+
+def _rewrite(raw: str, row: list[str], new: list[str], dialect: type[csv.Dialect]) -> str:
+    """``new`` written as ``raw`` was: its line end, and all fields quoted when ``raw`` quoted them all."""
+    end = raw[len(raw.rstrip("\r\n")) :]
+    quoting: Literal[0, 1, 2, 3] = csv.QUOTE_MINIMAL
+    if _written(row, dialect, csv.QUOTE_MINIMAL, end) != raw and _written(row, dialect, csv.QUOTE_ALL, end) == raw:
+        quoting = csv.QUOTE_ALL
+    return _written(new, dialect, quoting, end)
+
+
+def _written(row: list[str], dialect: type[csv.Dialect], quoting: Literal[0, 1, 2, 3], end: str) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, dialect, quoting=quoting, lineterminator=end or "\n").writerow(row)
+    text = buffer.getvalue()
+    return text if end else text[:-1]
+
+
 JSONL = JsonlFormat()
 TSV = TsvFormat()
+CSV = CsvFormat()

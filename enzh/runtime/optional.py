@@ -29,7 +29,7 @@ EXTRAS = {
     "lxml": "documents",
     "markdown_it": "documents",
     "opencc": "documents",
-    "lxml": "documents",
+    "polib": "documents",
     "ray": "ray",
 }
 

@@ -8,9 +8,11 @@ does not depend on the other sentences of its batch (tests/runtime checks batche
 * ``txt``, ``jsonl``: a shard is ``shard_size`` lines. A line is a unit of its own in both formats.
 * ``tsv``: the same, and when the first line is a header (``--field`` names a column), every later shard is
   translated with the header in front (so the column resolves the same) and the header is cut from its output.
+* ``csv``: the same with records (a quoted field may hold line breaks: a record can be several lines).
 * ``srt``, ``vtt``: a shard is ``shard_size`` blocks (the parts between blank lines), cut only where a block
   starts after a blank line. A sentence running over several cues is one unit: the cut is moved past it.
-* ``html``, ``md``, ``docx``: no unit boundary is cut (a whole document is one tree): one shard.
+* ``html``, ``md``, ``docx``, ``xliff``, ``po``: no unit boundary is cut (a whole document is one tree; a po
+  file's header, which says its plural forms and which a run may update, belongs to all of it): one shard.
 
 Every cut is checked: the blocks (units to translate) of the shards, one after another, must be the blocks of
 the whole document; a shard whose blocks differ (its cut fell inside a unit) is merged with the next one.
@@ -30,11 +32,12 @@ from enzh.documents.api import parse
 from enzh.documents.files import Prepared
 from enzh.documents.inline import Block
 from enzh.documents.options import DocumentOptions
+from enzh.documents.records import csv_records
 
 logger = logging.getLogger("enzh")
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # the line ends every text format uses
-LINE_FORMATS = frozenset({"txt", "jsonl", "tsv"})
+LINE_FORMATS = frozenset({"txt", "jsonl", "tsv", "csv"})
 BLOCK_FORMATS = frozenset({"srt", "vtt"})
 DEFAULT_FIELD = "text"  # jsonl/tsv field when --field is not given (enzh.documents.records)
 
@@ -63,9 +66,12 @@ def cut(prepared: Prepared, size: int) -> list[Shard]:
         return [Shard(0, prepared.data, units=1)]
     lines = _LINE.findall(decoded.text)
     header = ""
-    if options.format == "tsv" and lines and _has_header(lines[0], options.field):
-        header, lines = lines[0], lines[1:]
-    starts = _unit_starts(lines, options.format)
+    if options.format == "csv":
+        header, lines, starts = _csv_units(decoded.text, lines, options.field)
+    else:
+        if options.format == "tsv" and lines and _has_header(lines[0], options.field):
+            header, lines = lines[0], lines[1:]
+        starts = _unit_starts(lines, options.format)
     pieces = [
         (starts[i], starts[i + size] if i + size < len(starts) else len(lines)) for i in range(0, len(starts), size)
     ]
@@ -90,6 +96,17 @@ def cut(prepared: Prepared, size: int) -> list[Shard]:
 def _has_header(line: str, field: str | None) -> bool:
     """Whether the tsv's first line is its header: the field is one of its column names (as the format reads it)."""
     return (field or DEFAULT_FIELD) in line.rstrip("\r\n").split("\t")
+
+
+def _csv_units(text: str, lines: list[str], field: str | None) -> tuple[str, list[str], list[int]]:
+    """A CSV document's header (its first record when the field names one of its columns), its other lines and
+    the line index where each of their records starts."""
+    records = csv_records(text)
+    starts = [start for start, _ in records]
+    if not records or (field or DEFAULT_FIELD) not in records[0][1]:
+        return "", lines, starts
+    cut = starts[1] if len(starts) > 1 else len(lines)
+    return "".join(lines[:cut]), lines[cut:], [start - cut for start in starts[1:]]
 
 
 def _unit_starts(lines: Sequence[str], format: str) -> list[int]:

@@ -283,8 +283,8 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
         response_model=schemas.TranslatedFile,
         responses=schemas.libre_errors(400, 403, 413, 429, 500, 503, 504),
         openapi_extra=schemas.file_body(),
-        summary="Translate a file (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv); answers its "
-        "download URL",
+        summary="Translate a file (txt, html, md, srt, vtt, docx, pptx, xlsx, odt, odp, epub, jsonl, tsv, csv, po, "
+        "xliff); answers its download URL",
         tags=[TAG],
     )
     async def translate_file(request: Request) -> Response:
@@ -311,7 +311,7 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
             else:
                 language = base_language(source)
             # the pieces to translate are those in the script of its language
-            read_as = DocumentOptions(format=format, source=document_source(language))
+            read_as = DocumentOptions(format=format, source=document_source(language), target=target)  # po/xliff name it
             parsed = await modes.parse_document(data, read_as, name)
         except DocumentError as exc:
             raise LibreError(400, f"Invalid request: {_one_line(exc)}") from None

@@ -75,7 +75,7 @@ def test_traditional_chinese_conversion(tmp_path):
         ("a.jsonl", b'{"text": "a"}\n', ["--field", "src"], "line 1 has no field 'src'"),
         ("a.tsv", b"id\ten\n", [], "no column named 'text'"),
         ("a.docx", b"not a zip", [], "not a Word .docx file"),
-        ("a.txt", b"Hello\n", ["--field", "x"], "field applies to the jsonl and tsv formats only"),
+        ("a.txt", b"Hello\n", ["--field", "x"], "field applies to the jsonl, tsv and csv formats only"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, name, content, extra, message):

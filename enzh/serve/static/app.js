@@ -13,6 +13,7 @@ const ALTERNATIVES = 3;
 const MAX_AUTO_RETRY_S = 30;
 const DEFAULT_FORMATS = [
   ".txt", ".html", ".md", ".srt", ".vtt", ".docx", ".pptx", ".xlsx", ".odt", ".odp", ".epub", ".jsonl", ".tsv",
+  ".csv", ".po", ".pot", ".xlf", ".xliff",
 ];
 const DEFAULT_DEMO_NOTICE =
   "This server runs enzh's small demo model. It only knows the simple sentences of its training domain " +
