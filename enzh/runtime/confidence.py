@@ -18,7 +18,9 @@ The **flags** (:data:`FLAGS`) name what looks wrong:
   sources of at least ``ratio_min_source_tokens`` tokens;
 * ``copy``: the output copies the input: stretches of ``copy_min_chars`` letters or digits that the source has
   too (both case folded, everything else dropped) cover ``copy_fraction`` or more of the output's;
-* ``unknown_token``: the model generated its unknown token.
+* ``unknown_token``: the model generated its unknown token;
+* ``glossary``: some of the glossary's terms could not be placed (their tokens do not fit within the length
+  bound; set by the translator, :mod:`enzh.runtime.constrained`).
 
 A translation is of *low confidence* when it has any flag.
 """
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 
 from enzh.runtime.errors import require
 
-FLAGS = ("low_score", "repetition", "length_ratio", "copy", "unknown_token")
+FLAGS = ("low_score", "repetition", "length_ratio", "copy", "unknown_token", "glossary")
 
 # Calibrated on the embedded demo models (in-domain held-out sentences against out-of-domain ones written for
 # this project): `python -m enzh.tools.confidence_report --out docs/quality.md` prints how it was chosen.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -147,9 +147,12 @@ class Engine(Protocol):
         alternatives: int | None = None,
         source: str | None = None,
         alignments: bool = False,
+        glossary: Any = None,
     ) -> list[Translation]:
-        """Each text's :class:`Translation` (``alignments``: with its word alignment; callers pass it only when
-        true, so stand-ins without the keyword keep working)."""
+        """Each text's :class:`Translation` (``alignments``: with its word alignment; ``glossary``: terms whose
+        fixed target each translation must hold, a :class:`enzh.runtime.glossary.Glossary` or a mapping of source
+        to target term; callers pass these only when
+        asked for, so stand-ins without the keywords keep working)."""
         ...
 
     def assess(

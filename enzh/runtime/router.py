@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from enzh.runtime.confidence import UNCHANGED
 from enzh.runtime.engine import Engine, Translation
+from enzh.runtime.glossary import Glossary, as_glossary
 from enzh.runtime.words import identity_alignment
 
 AUTO = "auto"
@@ -201,12 +203,15 @@ class Translators:
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
         alignments: bool = False,
+        glossary: Glossary | Mapping[str, str] | None = None,
     ) -> list[Translation]:
         """Translate each text with the model of its direction: ``source="auto"`` detects each text's language
         (text with no letters, or already in ``target``, comes back unchanged); an explicit ``source`` sends every
         text to that direction's model. Every translation has its confidence; ``alignments=True`` adds each one's
         word alignment (:meth:`enzh.runtime.engine.Engine.translate_detailed`; a text returned unchanged scores
-        0.0 and is aligned word for word with itself)."""
+        0.0 and is aligned word for word with itself). ``glossary``: passed to every model (each finds the source
+        terms of its own language)."""
+        glossary = as_glossary(glossary)  # (read and checked once for every model)
         routes = [self._route_text(text, source, target) for text in texts]
         # Texts that stay as they are: one empty-token translation each, certain, each word its own.
         results = [unchanged(text, alignments=alignments) for text in texts]
@@ -214,6 +219,10 @@ class Translators:
         for i, route in enumerate(routes):
             if route is not None:
                 groups.setdefault((self.engines.index(route.engine), route.target, route.source), []).append(i)
+        # Only what was asked for: stand-ins without the keywords keep working.
+        extra: dict[str, Any] = {"alignments": True} if alignments else {}
+        if glossary:
+            extra["glossary"] = glossary
         # One call per model, direction and target: each model batches its own texts.
         for (index, token, code), members in groups.items():
             done = self.engines[index].translate_detailed(
@@ -222,8 +231,7 @@ class Translators:
                 max_new_tokens=max_new_tokens,
                 target=token,
                 source=code,
-                # only when asked: stand-ins without the keyword keep working
-                **({"alignments": True} if alignments else {}),
+                **extra,
             )
             for i, translation in zip(members, done, strict=True):
                 results[i] = translation

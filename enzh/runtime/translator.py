@@ -9,7 +9,8 @@ import functools
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -17,10 +18,12 @@ import numpy as np
 
 from enzh.runtime.adapter import MultilingualAdapter, adapter_for
 from enzh.runtime.batching import pad_batch, plan_batches
-from enzh.runtime.confidence import Confidence, ConfidenceOptions, assess
+from enzh.runtime.confidence import FLAGS, Confidence, ConfidenceOptions, assess
 from enzh.runtime.confidence import Part as ConfidencePart
+from enzh.runtime.constrained import GREEDY_BEAMS, ConstrainedHypothesis, Constraint, constrained_nbest
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
 from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
+from enzh.runtime.glossary import Glossary, GlossaryError, as_glossary
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
 from enzh.runtime.parallel import ShardRunner, shard_sentences
@@ -31,6 +34,12 @@ from enzh.runtime.tokenizer import tokenizer_for
 from enzh.runtime.words import SentencePair, WordAlignment, align_words
 
 logger = logging.getLogger("enzh")
+
+# A glossary's target term that starts with a character of a script written without spaces (Han, kana, hangul,
+# CJK and full-width punctuation) is written inside a translation without the word-start marker.
+_NO_SPACE_START = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f]")
+# A target term ending in a letter or digit of a script written with spaces ends a word: no piece may continue it.
+_ENDS_WORD = re.compile(r"[^\W_](?<![\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f])$")
 
 # Default output bound when the caller gives no max_new_tokens: twice the source length plus slack,
 # rounded up to one of these buckets so sentences of similar length still share a batch.
@@ -83,15 +92,18 @@ class Translator:
         max_new_tokens: int | None = None,
         target: str | None = None,
         source: str | None = None,
+        glossary: Glossary | Mapping[str, str] | str | os.PathLike[str] | None = None,
     ) -> list[str]:
         """Translate each text; returns one string per input, in order.
 
         Every text is split into sentences (one model input each) and rejoined with its line breaks, blank
         lines and indentation as sent; blank text, and text that is already Chinese, comes back unchanged.
         ``target``/``source``: languages (``zh-Hant``, ``en``, or the model's own codes such as ``zho_Hant``);
-        None: the model's defaults (a Marian model has one source language)."""
+        None: the model's defaults (a Marian model has one source language). ``glossary``: terms whose fixed
+        target must appear once per occurrence (:mod:`enzh.runtime.glossary`: a :class:`Glossary`, a mapping
+        ``{"source": "target"}`` or a TSV file's path; see :meth:`translate_detailed`)."""
         found = self.translate_detailed(
-            texts, beam_size=beam_size, max_new_tokens=max_new_tokens, target=target, source=source
+            texts, beam_size=beam_size, max_new_tokens=max_new_tokens, target=target, source=source, glossary=glossary
         )
         return [t.text for t in found]
 
@@ -106,6 +118,7 @@ class Translator:
         source: str | None = None,
         alignments: bool = False,
         confidence: ConfidenceOptions | None = None,
+        glossary: Glossary | Mapping[str, str] | str | os.PathLike[str] | None = None,
     ) -> list[Translation]:
         """Translate each text, with token ids and scores; ``alternatives=N`` also returns each text's N best
         translations (N <= the beam size: beam search's n-best, in ``generate(num_return_sequences=N)``'s
@@ -115,7 +128,15 @@ class Translator:
         log-probability of all its parts' tokens taken as one sequence, i.e. with length_penalty 1 the
         token-weighted mean token log-probability, and the warning flags; ``confidence``: where they fire).
         ``alignments=True`` adds each translation's word alignment (:mod:`enzh.runtime.words`; ``ModelDirError``
-        when the model directory has no aligner)."""
+        when the model directory has no aligner).
+
+        ``glossary``: every sentence holding one of its source terms is decoded by the lexically constrained
+        search (:mod:`enzh.runtime.constrained`), which puts the term's target into the translation once per
+        occurrence, where the model places it (greedy requests: with a beam of
+        :data:`enzh.runtime.constrained.GREEDY_BEAMS`); every other sentence is decoded exactly as without a
+        glossary. A translation whose terms could not all fit within ``max_new_tokens`` has the ``glossary``
+        flag."""
+        glossary = as_glossary(glossary)
         if not isinstance(alignments, bool):
             raise TypeError(f"alignments must be True or False, got {type(alignments).__name__}")
         if alignments and not self.has_aligner:
@@ -133,11 +154,17 @@ class Translator:
         # model's positions: nothing is truncated) and the layout between them.
         prepared = [self.prepare_text(text, token, source_code) for text in texts]
         sources = [ids for text in prepared for piece in text.sources for ids in piece]
+        constraints = (
+            [c for text in prepared for c in self.glossary_constraints(text, glossary, token, source_code)]
+            if glossary
+            else None
+        )
         nbest = self.generate_nbest_ids(
             sources,
             num_return_sequences=count,
             beam_size=options.beam_size,
             max_new_tokens=options.max_new_tokens,
+            constraints=constraints,
             target=token,
         )
         decoded = iter(self.tokenizer.decode_batch([h.token_ids for hyps in nbest for h in hyps]))
@@ -158,6 +185,8 @@ class Translator:
                 )
             best = found[0]
             sources_of = [ids for piece in text.sources for ids in piece]
+            # Glossary terms that did not fit within the length bound (their best hypotheses say how many).
+            unmet = sum(getattr(part[0][1], "unmet", 0) for piece in outputs for part in piece)
             translations.append(
                 Translation(
                     text=best.text,
@@ -165,7 +194,7 @@ class Translator:
                     scores=best.scores,
                     parts=len(best.token_ids),
                     alternatives=tuple(found) if alternatives is not None else (),
-                    confidence=self._confidence(text, best.text, sources_of, best, beams, checks),
+                    confidence=self._confidence(text, best.text, sources_of, best, beams, checks, unmet),
                 )
             )
         if alignments:
@@ -203,6 +232,7 @@ class Translator:
         best: Alternative,
         beams: int,
         options: ConfidenceOptions,
+        unmet: int = 0,
     ) -> Confidence:
         special = self._special_ids
         parts = [
@@ -210,7 +240,7 @@ class Translator:
             for ids, out, score in zip(sources, best.token_ids, best.scores, strict=True)
         ]
         source_text = "".join(p.text + p.separator for p in text.pieces)
-        return assess(
+        found = assess(
             source_text,
             output,
             parts,
@@ -220,6 +250,9 @@ class Translator:
             unk_id=self.tokenizer.unk_id,
             options=options,
         )
+        if unmet:
+            found = replace(found, flags=tuple(f for f in FLAGS if f in {*found.flags, "glossary"}))
+        return found
 
     @functools.cached_property
     def _special_ids(self) -> frozenset[int]:
@@ -301,6 +334,12 @@ class Translator:
 
     def _encode_parts(self, text: str, language_token: str | None, source: str | None = None) -> list[list[int]]:
         """Source ids of ``text`` split into parts of at most max_positions tokens; [] for blank text."""
+        return [ids for _, ids in self._encode_part_texts(text, language_token, source)]
+
+    def _encode_part_texts(
+        self, text: str, language_token: str | None, source: str | None = None
+    ) -> list[tuple[str, list[int]]]:
+        """:meth:`_encode_parts` with the text of every part."""
         if not text.strip():
             return []
         limit = self.adapter.max_positions
@@ -310,10 +349,10 @@ class Translator:
 
         ids = encode(text)
         if len(ids) <= limit:
-            return [ids]
+            return [(text, ids)]
         # Too long: split into sentences, pack them greedily, and split a sentence that alone is too long
         # into windows of SentencePiece pieces.
-        chunks: list[list[int]] = []
+        chunks: list[tuple[str, list[int]]] = []
         pending = ""
         for sentence in split_sentences(text, "any"):  # every line cut, whatever its script
             candidate = f"{pending} {sentence}".strip()
@@ -321,7 +360,7 @@ class Translator:
                 pending = candidate
                 continue
             if pending:
-                chunks.append(encode(pending))
+                chunks.append((pending, encode(pending)))
             single = encode(sentence)
             if len(single) <= limit:
                 pending = sentence
@@ -329,10 +368,10 @@ class Translator:
                 chunks.extend(self._windows(sentence, encode, limit))
                 pending = ""
         if pending:
-            chunks.append(encode(pending))
+            chunks.append((pending, encode(pending)))
         return chunks
 
-    def _windows(self, sentence: str, encode: Callable[[str], list[int]], limit: int) -> list[list[int]]:
+    def _windows(self, sentence: str, encode: Callable[[str], list[int]], limit: int) -> list[tuple[str, list[int]]]:
         pieces = [piece for piece, _ in self.tokenizer.source_spans(sentence) or []]
         size = limit - 2  # room for the language token and eos
         windows = []
@@ -342,8 +381,92 @@ class Translator:
             while len(ids) > limit:  # re-tokenising joined pieces can differ slightly; shrink until it fits
                 chunk = chunk[: int(len(chunk) * 0.9)]
                 ids = encode(chunk)
-            windows.append(ids)
+            windows.append((chunk, ids))
         return windows
+
+    # -- glossaries (enzh.runtime.glossary, enzh.runtime.constrained) ---------------------------------------
+
+    def glossary_constraints(
+        self, prepared: PreparedText, glossary: Glossary | None, language_token: str | None, source: str | None = None
+    ) -> list[tuple[Constraint, ...]]:
+        """The constraints of each of ``prepared``'s model inputs, in order: the target terms of the glossary's
+        source terms found in its text, each with its count (empty: decoded without constraints). A sentence
+        split into parts has its terms found in each part's own text."""
+        out: list[tuple[Constraint, ...]] = []
+        for piece, parts in zip(prepared.pieces, prepared.sources, strict=True):
+            if not parts:
+                continue
+            if not glossary:
+                out += [()] * len(parts)
+                continue
+            texts = (
+                [piece.text]
+                if len(parts) == 1
+                else [t for t, _ in self._encode_part_texts(piece.text, language_token, source)]
+            )
+            if len(texts) != len(parts):  # (the same text splits the same way; never expected)
+                raise GlossaryError(f"cannot place glossary terms in the parts of {piece.text[:40]!r}")
+            for text in texts:
+                out.append(tuple(self._constraint(t.target, t.count, t.origin) for t in glossary.match(text)))
+        return out
+
+    def _constraint(self, term: str, count: int, origin: str) -> Constraint:
+        ids = self.term_ids(term, origin)
+        return Constraint(
+            ids,
+            count,
+            closed=_ENDS_WORD.search(term) is not None,
+            weak_start=self.tokenizer.id_to_token(ids[0]) == "\u2581",
+        )
+
+    def term_ids(self, term: str, origin: str = "glossary") -> tuple[int, ...]:
+        """The target token ids a glossary's target ``term`` is written with inside a translation: the target
+        SentencePiece model's pieces of it, written as they read after other text (a term of a script written
+        without spaces, such as Chinese, without the word-start marker; one with spaces, such as English, as a
+        word of its own). :class:`GlossaryError` naming ``origin`` when the vocabulary lacks a piece or a piece
+        is a token the model never writes."""
+        found = self._term_cache.get(term)
+        if found is not None:
+            return found
+        spans = self.tokenizer.target_spans(term)
+        pieces = [piece for piece, _ in spans or []]
+        vocab = self._target_piece_ids
+        if pieces and _NO_SPACE_START.match(term):
+            if pieces[0] == "\u2581":
+                pieces = pieces[1:]
+            elif pieces[0].startswith("\u2581") and pieces[0][1:] in vocab:
+                pieces[0] = pieces[0][1:]
+        missing = [piece for piece in pieces if piece not in vocab]
+        if not pieces or missing:
+            raise GlossaryError(
+                f"{origin}: the model's target vocabulary cannot write {term!r}"
+                + (f" (no piece {missing[0]!r})" if missing else "")
+                + "; use characters the model knows"
+            )
+        ids = tuple(vocab[piece] for piece in pieces)
+        never = (
+            self._special_ids
+            | {self.tokenizer.unk_id}
+            | {seq[0] for seq in self.adapter.generation.get("bad_words_ids") or () if len(seq) == 1}
+        )
+        if any(i in never for i in ids):
+            raise GlossaryError(f"{origin}: target term {term!r} holds a special token the model never writes")
+        self._term_cache[term] = ids
+        return ids
+
+    @functools.cached_property
+    def _term_cache(self) -> dict[str, tuple[int, ...]]:
+        return {}
+
+    @functools.cached_property
+    def _continues_word(self) -> np.ndarray:
+        """Per target id: whether its piece continues the word before it (no word-start marker, a letter or digit
+        first): what may not follow a glossary term that ends a word."""
+        size = int(self.manifest.architecture["target_vocab_size"])
+        flags = np.zeros(size, dtype=bool)
+        for piece, idx in self._target_piece_ids.items():
+            flags[idx] = piece[:1].isalnum() and not _NO_SPACE_START.match(piece)
+        return flags
 
     # -- id API (used by the parity tests and validate) ----------------------------------------------------
 
@@ -364,7 +487,11 @@ class Translator:
         if "num_return_sequences" in overrides:
             raise TypeError("generate_ids() returns one hypothesis per source; for n-best use generate_nbest_ids()")
         nbest = self.generate_nbest_ids(
-            sources, num_return_sequences=1, beam_size=beam_size, max_new_tokens=max_new_tokens, **overrides
+            sources,
+            num_return_sequences=1,
+            beam_size=beam_size,
+            max_new_tokens=max_new_tokens,
+            **overrides,  # type: ignore[arg-type]  # (decoding settings' overrides, checked there)
         )
         return [hyps[0] for hyps in nbest]
 
@@ -375,11 +502,15 @@ class Translator:
         num_return_sequences: int,
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
+        constraints: Sequence[Sequence[Constraint]] | None = None,
         **overrides: object,
     ) -> list[list[Hypothesis]]:
         """Like :meth:`generate_ids`, with the ``num_return_sequences`` best hypotheses of every source, best
         first: ``generate(num_return_sequences=N)``'s sequences, order and ``sequences_scores``. N must be
-        between 1 and the beam size (greedy search: 1)."""
+        between 1 and the beam size (greedy search: 1).
+
+        ``constraints``: per source, the target terms its translation must hold (:mod:`enzh.runtime.constrained`);
+        sources with none are decoded as without them, in batches of their own."""
         # The settings are checked before any work (the output bound does not change what they accept).
         beams = self.settings(max_new_tokens=1, beam_size=beam_size, **overrides).num_beams
         check_num_return_sequences(num_return_sequences, beams)
@@ -397,26 +528,48 @@ class Translator:
                 return min(max_new_tokens, limit)
             return default_max_new_tokens(len(sources[i]), min(limit, generation_limit))
 
-        batches = plan_batches(
-            [len(s) for s in sources],
-            max_tokens=self.options.max_batch_tokens,
-            max_batch=self.options.max_batch_size,
-            group=bound,
-        )
+        if constraints is not None and len(constraints) != len(sources):
+            raise ValueError(f"generate_nbest_ids() got {len(constraints)} constraint lists for {len(sources)} sources")
+        held = [i for i, c in enumerate(constraints or ()) if c]
+        # Sources without constraints, batched as if there were none (all of them when no source has any).
+        plain = [i for i, c in enumerate(constraints or [()] * len(sources)) if not c]
         results: list[list[Hypothesis] | None] = [None] * len(sources)
-        for batch in batches:
-            settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
-            ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
-            hypotheses = self._decode_batch(ids, mask, [len(sources[i]) for i in batch], settings, num_return_sequences)
-            for i, hyps in zip(batch, hypotheses, strict=True):
-                results[i] = hyps
+        for group, constrained in ((plain, False), (held, True)):
+            if not group:
+                continue
+
+            def bound_of(j: int, group: list[int] = group) -> int:
+                return bound(group[j])
+
+            batches = plan_batches(
+                [len(sources[i]) for i in group],
+                # a greedy request's constrained sentences take GREEDY_BEAMS rows each
+                max_tokens=max(1, self.options.max_batch_tokens // (GREEDY_BEAMS if constrained and beams == 1 else 1)),
+                max_batch=self.options.max_batch_size,
+                group=bound_of,
+            )
+            for batch in ([group[j] for j in b] for b in batches):
+                settings = self.settings(max_new_tokens=bound(batch[0]), beam_size=beam_size, **overrides)
+                ids, mask = pad_batch([sources[i] for i in batch], self.adapter.pad_token_id)
+                lengths = [len(sources[i]) for i in batch]
+                terms = [tuple(constraints[i]) for i in batch] if constrained and constraints is not None else None
+                hypotheses = self._decode_batch(ids, mask, lengths, settings, num_return_sequences, terms)
+                for i, hyps in zip(batch, hypotheses, strict=True):
+                    results[i] = hyps
         return [r for r in results if r is not None]
 
     def _decode_batch(
-        self, ids: np.ndarray, mask: np.ndarray, lengths: list[int], settings: DecodingSettings, count: int
+        self,
+        ids: np.ndarray,
+        mask: np.ndarray,
+        lengths: list[int],
+        settings: DecodingSettings,
+        count: int,
+        constraints: Sequence[tuple[Constraint, ...]] | None = None,
     ) -> list[list[Hypothesis]]:
         """One padded batch's hypotheses. A small fp32 model's sentences are encoded and decoded in shards at once,
-        each on its own thread and one-thread sessions (enzh.runtime.parallel); every other batch is one shard."""
+        each on its own thread and one-thread sessions (enzh.runtime.parallel); every other batch is one shard.
+        ``constraints``: every sentence's glossary terms (the constrained search), None: the usual search."""
         shards = shard_sentences(lengths, self._shards.threads)
         sharded = len(shards) > 1
         # One sentence: its encoder run is too small for a second thread too (the one-thread session, when the
@@ -433,6 +586,12 @@ class Translator:
             with self.sessions.decoder_for(
                 part, capacity=settings.max_length, consume=True, one_thread=sharded
             ) as decoder:
+                if constraints is not None:
+                    terms = [constraints[i] for i in sentences.tolist()]
+                    found: list[list[ConstrainedHypothesis]] = constrained_nbest(
+                        decoder, len(sentences), settings, terms, count, self._continues_word
+                    )
+                    return list(found)  # type: ignore[arg-type]
                 return generate_nbest(decoder, len(sentences), settings, count)
 
         hypotheses: list[list[Hypothesis]] = [[] for _ in range(len(ids))]
