@@ -310,8 +310,8 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
                 language = guess.language
             else:
                 language = base_language(source)
-            # the pieces to translate are those in the script of its language
-            read_as = DocumentOptions(format=format, source=document_source(language), target=target)  # po/xliff name it
+            # the pieces to translate are those in the script of its language (po and xliff name the target too)
+            read_as = DocumentOptions(format=format, source=document_source(language), target=target)
             parsed = await modes.parse_document(data, read_as, name)
         except DocumentError as exc:
             raise LibreError(400, f"Invalid request: {_one_line(exc)}") from None
