@@ -229,7 +229,7 @@ async def chars_of(route: Route, body: Body | None) -> int:
             source = source_of(fields)
         except ApiError:  # refused by the route: counted as any language might be read
             source = "auto"
-        chars += await upload_chars(upload, source)
+        chars += await upload_chars(upload, source, body.documents)
     return chars
 
 
