@@ -32,7 +32,7 @@ from starlette.requests import Request
 from enzh.serve.body import Body, read_body
 from enzh.serve.errors import ApiError, BodyTooLarge, error_for_path
 from enzh.serve.keys import KeyStore
-from enzh.serve.libre_request import Fields, source_of, texts_in
+from enzh.serve.libre_request import Fields, source_of, target_of, texts_in
 from enzh.serve.limits import Limiter, Limits
 from enzh.serve.middleware import ASGIApp, Message, Receive, Scope, Send
 from enzh.serve.options import ServeOptions
@@ -229,7 +229,11 @@ async def chars_of(route: Route, body: Body | None) -> int:
             source = source_of(fields)
         except ApiError:  # refused by the route: counted as any language might be read
             source = "auto"
-        chars += await upload_chars(upload, source)
+        try:
+            target: str | None = target_of(fields)
+        except ApiError:  # refused by the route
+            target = None
+        chars += await upload_chars(upload, source, body.documents, target)
     return chars
 
 

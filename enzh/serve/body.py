@@ -58,6 +58,9 @@ class Body:
     data: Any  # the parsed JSON value (JSON bodies), else the fields
     fields: dict[str, Any] = field(default_factory=dict)  # an object's members, or the query's and form's fields
     error: BodyError | None = None  # set when the body could not be parsed (then fields are {})
+    # Uploaded documents read already (by the limit checks, to count their text), by how they were read
+    # (enzh.serve.uploads): the route translates the very same reading.
+    documents: dict[Any, Any] = field(default_factory=dict)
 
     def get(self, name: str) -> Any:
         return self.fields.get(name)

@@ -34,6 +34,7 @@ from enzh.documents.options import DocumentOptions
 from enzh.runtime.default_model import DEMO_NAME, demo_name
 from enzh.runtime.router import base_language
 from enzh.serve import libre_schemas as schemas
+from enzh.serve.body import read_body
 from enzh.serve.downloads import DOWNLOAD_HEADERS, FileStore, safe_name
 from enzh.serve.errors import ApiError, LibreError, json_response
 from enzh.serve.langid import Detector, Guess
@@ -312,7 +313,10 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
                 language = base_language(source)
             # the pieces to translate are those in the script of its language (po and xliff name the target too)
             read_as = DocumentOptions(format=format, source=document_source(language), target=target)
-            parsed = await modes.parse_document(data, read_as, name)
+            # read already when the limit checks counted its text (enzh.serve.uploads): the same reading
+            parsed = (await read_body(request)).documents.pop(read_as, None)
+            if parsed is None:
+                parsed = await modes.parse_document(data, read_as, name)
         except DocumentError as exc:
             raise LibreError(400, f"Invalid request: {_one_line(exc)}") from None
         route = _route(service, fields, language, target, "the file" if source == "auto" else None)

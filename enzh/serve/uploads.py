@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import cache
+from typing import Any
 
 from starlette.datastructures import UploadFile
 
@@ -56,27 +57,37 @@ def document_source(language: str) -> str:
     return "zh" if base_language(language) == "zh" else "en"
 
 
-def text_chars(data: bytes, format: str, name: str, source: str) -> int:
+def text_chars(
+    data: bytes, format: str, name: str, source: str, kept: dict[Any, Any] | None = None, target: str | None = None
+) -> int:
     """The characters of the blocks a document's reader gives to translate from ``source`` (a language code, or
-    ``auto``: the larger of the English and the Chinese reading, one of which is translated)."""
+    ``auto``: the larger of the English and the Chinese reading, one of which is translated). Each reading is
+    put in ``kept`` under its :class:`DocumentOptions`, for the route to translate (``target`` too: po and xliff
+    read their plural forms and languages from it)."""
     sources = SOURCES if source == "auto" else (document_source(source),)
     counts = []
     for language in sources:
-        parsed = parse(data, DocumentOptions(format=format, source=language), name)
+        options = DocumentOptions(format=format, source=language, target=target)
+        parsed = parse(data, options, name)
+        if kept is not None:
+            kept[options] = parsed
         counts.append(sum(len(block.text) for block in parsed.units.blocks))
     return max(counts)
 
 
-async def upload_chars(upload: UploadFile, source: str) -> int:
+async def upload_chars(
+    upload: UploadFile, source: str, kept: dict[Any, Any] | None = None, target: str | None = None
+) -> int:
     """The characters :func:`text_chars` counts in an uploaded file (its bytes when it cannot be read: the
-    route refuses it then); the file is left at its start for the route."""
+    route refuses it then); its readings go in ``kept``; the file is left at its start for the route."""
     data = await upload.read()
     await upload.seek(0)
     try:
-        format = file_format(safe_name(upload.filename or "", "upload"))
+        format = file_format(safe_name(upload.filename or "", "translated"))
     except LibreError:
         return len(data)  # refused by the route as well
+    loop = asyncio.get_running_loop()
     try:
-        return await asyncio.get_running_loop().run_in_executor(None, text_chars, data, format, "the file", source)
+        return await loop.run_in_executor(None, text_chars, data, format, "the file", source, kept, target)
     except DocumentError:
         return len(data)

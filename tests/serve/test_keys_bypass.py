@@ -5,6 +5,9 @@ string's ``q``, multipart bodies read by the route's own parser)."""
 from __future__ import annotations
 
 import io
+import time
+import tracemalloc
+import zipfile
 
 import httpx
 import pytest
@@ -194,3 +197,50 @@ def test_an_unreadable_upload_counts_its_bytes_and_is_refused():
         files = {"file": ("a.docx", b"PK\x03\x04 not a zip" + b"x" * 2000, DOCX)}
         answer = client.post("/translate_file", data={"target": "zh"}, files=files)
         assert answer.status_code == 400 and answer.json()["error"].startswith("Invalid request: "), answer.text
+
+
+def _ratio_bomb() -> bytes:
+    """A .docx-shaped zip whose word/document.xml inflates 8 MiB of spaces from a few KiB (ratio past 200)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr("[Content_Types].xml", "<Types/>")
+        package.writestr("word/document.xml", b" " * (8 << 20))
+    return out.getvalue()
+
+
+HOSTILE_UPLOADS = {
+    "zip bomb": ("a.docx", _ratio_bomb, "MAX_ZIP_RATIO"),
+    "100,000 unclosed <span>": ("a.html", lambda: ("<p>" + "<span>" * 100_000 + "Hi.").encode(), "MAX_DEPTH"),
+    "2,000 nested <b>": ("a.html", lambda: ("<b>" * 2000 + "Hi." + "</b>" * 2000).encode(), "MAX_DEPTH"),
+    "JSON nested 100,000 deep": (
+        "a.jsonl",
+        lambda: ('{"text": "Hi.", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n").encode(),
+        "nests JSON",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_UPLOADS))
+def test_hostile_uploads_through_the_limit_checks_are_a_quick_400(name):
+    """Counting an upload's text reads it with the documents' reader, limits included: a hostile file is
+    refused by the check's reading and the route's alike, quickly and without inflating anything."""
+    filename, make, limit = HOSTILE_UPLOADS[name]
+    data = make()
+    assert len(data) < 1 << 20  # within the body limit: it reaches the readers
+    with in_process(ServeOptions(char_limit=len(data) + 1000), FakeTranslator()) as client:
+        traced = name == "zip bomb"  # the memory of the one that would inflate (tracing slows the others 5x)
+        if traced:
+            tracemalloc.start()
+        started = time.perf_counter()
+        try:
+            answer = client.post("/translate_file", data={"target": "zh"}, files={"file": (filename, data)})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert time.perf_counter() - started < 20.0  # read twice (the check, the route); ~3.5 s on 2 busy cores
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"].startswith("Invalid request: ") and limit in answer.json()["error"]
+        assert not traced or peak < 64 << 20, f"{peak / 2**20:.0f} MiB allocated"
+        # counted as its bytes (it could not be read): 1,000 characters are left of the window
+        assert client.post("/detect", data={"q": "x" * 1001}).status_code == 429
+        assert client.post("/detect", data={"q": "x" * 1000}).status_code == 200

@@ -131,3 +131,25 @@ def test_every_kind_of_translation_is_admitted_and_counted_in_flight(kind):
         refused = client.post(path, **request)
         assert refused.status_code == 503, refused.text
         assert service.in_flight == 0
+
+
+@pytest.mark.parametrize("limits", [{}, {"char_limit": 100_000}], ids=["no-checks", "with-checks"])
+def test_an_upload_is_read_once_and_translated_as_counted(monkeypatch, limits):
+    """With the limit checks on, the reading that counted a file's text is the one the route translates."""
+    from enzh.serve import modes, uploads
+
+    readings = []
+    for module in (modes, uploads):
+        original = module.parse
+
+        def counted(data, options, name="the input", original=original, module=module):
+            readings.append((module.__name__.rsplit(".", 1)[1], options.source))
+            return original(data, options, name)
+
+        monkeypatch.setattr(module, "parse", counted)
+    with in_process(ServeOptions(**limits), FakeTranslator()) as client:
+        files = {"file": ("a.txt", b"Hello there.\n\nThe weather is nice.", "text/plain")}
+        answer = client.post("/translate_file", data={"target": "zh", "source": "en"}, files=files)
+        assert answer.status_code == 200, answer.text
+        assert client.get(answer.json()["translatedFileUrl"]).text == "HELLO THERE.\n\nTHE WEATHER IS NICE."
+    assert readings == ([("uploads", "en")] if limits else [("modes", "en")])

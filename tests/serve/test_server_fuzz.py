@@ -21,12 +21,20 @@ from enzh.serve.options import ServeOptions
 EXAMPLES = {"POST": 40, "GET": 5}
 
 
-@pytest.fixture(scope="module")
-def fuzz_server(demo_translator):
+@pytest.fixture(scope="module", params=["open", "limited"])
+def fuzz_server(request, demo_translator):
     # Small limits so generated inputs reach them; beam 1 by default keeps each call fast. Both directions are
     # served (the schema lists every language code; a direction no model serves is a documented 400/422).
+    # "limited": per-client request and character limits on, so every body also goes through the limit checks,
+    # which read it (and count an uploaded file's text) before the route does; high enough never to be hit.
+    limits = {"req_limit": 1_000_000, "char_limit": 1_000_000_000} if request.param == "limited" else {}
     options = ServeOptions(
-        max_chars_per_text=400, max_texts_per_request=8, max_request_chars=3200, default_beam_size=1, max_beam_size=4
+        max_chars_per_text=400,
+        max_texts_per_request=8,
+        max_request_chars=3200,
+        default_beam_size=1,
+        max_beam_size=4,
+        **limits,
     )
     with running(options, [demo_translator, FakeZhEnTranslator()]) as srv:
         yield srv
