@@ -7,7 +7,7 @@ handled once in :mod:`enzh.documents.encoding`); binary ones (docx) get and give
 rewrites only the spans of its input that hold translatable text: everything else comes out byte for byte.
 
 A format module defines one object per format it implements (``FORMAT``, or ``SRT``/``VTT``, ``JSONL``/``TSV``)
-and is imported only when that format is used, so its parser (markdown-it-py, python-docx) stays optional.
+and is imported only when that format is used, so its parser (markdown-it-py, lxml) stays optional.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@ header and NOTE, STYLE and REGION blocks come out byte for byte.
 
 A line-based rewriter (no subtitle library: the ones tested re-format timings on write). The file is cut
 into blocks at blank lines; in a block, a line with ``-->`` is a timing line, the lines before it (the SRT
-number, a VTT cue identifier) and it are copied, the lines after it are the cue text. Only those lines change;
-each cue keeps its number of lines when the translation allows it (no empty lines are written).
+number, a VTT cue identifier) and it are copied, the lines after it are the cue text. Only those lines change,
+and only their text between tags: each cue keeps its number of lines and its tags, each on its line (the
+source's tags, line breaks and cues are a skeleton the translation is written into, :func:`_cue_texts`). A line
+in the other language than the source's (a bilingual subtitle's Chinese line) or without words is copied.
 
 A sentence spanning several cues (a cue that does not end in ``.``, ``?``, ``!``, ``…`` and the next does not
 start a new speaker with ``-``) is translated whole: up to four such cues are one block whose cues are marks,
@@ -16,7 +18,6 @@ inside their cue; VTT entities are decoded for the model and ``&``, ``<``, ``>``
 from __future__ import annotations
 
 import html
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -28,8 +29,6 @@ from enzh.documents.markup import Tag, Token, sentence_breaks, tag_of, tokens
 from enzh.documents.shares import cut, share_out
 from enzh.runtime.router import detect_script
 from enzh.runtime.segment import needs_translation
-
-logger = logging.getLogger("enzh")
 
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 _TAG = re.compile(r"<[^<>\r\n]*>|\{\\[^{}\r\n]*\}")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from enzh.cli.main import main
-from enzh.documents.api import parse, render, translate_document
+from enzh.documents.api import detect_language, parse, render, translate_document
 from enzh.documents.errors import DocumentError
 from enzh.documents.files import translate_file
 from enzh.documents.options import DocumentOptions
@@ -297,3 +297,33 @@ def test_an_entity_bomb_in_word_document_xml_is_one_line_and_no_output(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith("enzh translate-file: error: ") and err.count("\n") == 1, err
     assert "declares XML entities" in err and not (tmp_path / "out.docx").exists()
+
+
+# --- Sharing text out so that no mark is left empty -----------------------------------------------------------
+
+
+def test_share_out_gives_every_mark_with_words_some_text():
+    from enzh.documents.shares import cut, share_out
+
+    assert share_out(["安娜每天去车站。学校在哪里？", ""], ["Anna goes. ", "Where is the school?"]) == [
+        "安娜每天去车站。",  # cut after the punctuation nearest the proportional place
+        "学校在哪里？",
+    ]
+    assert share_out(["", "abc def ghi", ""], ["x", "yyy", "zz"]) == ["abc", " def", " ghi"]  # between words
+    assert share_out(["会议已被推迟。", " "], ["The meeting", " "]) == ["会议已被推迟。", " "]  # spaces may stay
+    assert share_out(["好", ""], ["Good", "night"]) == ["好", "night"]  # too short: the source text is kept
+    assert cut("我的自行车昨天晚上被偷走了。", [21, 11]) == ["我的自行车昨天晚上", "被偷走了。"]
+    pieces = cut("字" * 20_000, [1] * 10_000)  # linear: 10,000 pieces of a 20,000-character text at once
+    assert len(pieces) == 10_000 and all(pieces) and "".join(pieces) == "字" * 20_000
+
+
+def test_a_bilingual_cue_keeps_its_chinese_line():
+    srt = "1\n00:00:01,000 --> 00:00:02,000\n我有个点子\nOK, look, I think I have a plan here.\n"
+    assert detect_language(srt, DocumentOptions(format="srt")) == "en"  # a cue in both languages reads as English
+    options = DocumentOptions(format="srt")
+    out = render(parse(srt, options), lambda texts: [t.upper() for t in texts], options)
+    assert out == "1\n00:00:01,000 --> 00:00:02,000\n我有个点子\nOK, LOOK, I THINK I HAVE A PLAN HERE.\n"
+    zh = DocumentOptions(format="srt", source="zh")  # from Chinese the English line is the one kept
+    assert render(parse(srt, zh), lambda texts: [f"<{t}>" for t in texts], zh) == srt.replace(
+        "我有个点子", "<我有个点子>"
+    )
