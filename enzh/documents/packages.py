@@ -181,12 +181,12 @@ class Package:
             if local == "Default":
                 defaults[child.get("Extension", "").lower()] = child.get("ContentType", "")
             elif local == "Override":
-                overrides[child.get("PartName", "")] = child.get("ContentType", "")
+                overrides[child.get("PartName", "").lower()] = child.get("ContentType", "")  # OPC: any case
         types = {}
         for name in self.names:
             part = "/" + name
             extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-            kind = overrides.get(part) or defaults.get(extension)
+            kind = overrides.get(part.lower()) or defaults.get(extension)
             if kind and not name.endswith("/"):
                 types[part] = kind
         return types

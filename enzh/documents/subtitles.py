@@ -278,7 +278,7 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
     # The skeleton: ("s", token) a tag or cue boundary, ("b", line) a break before that line of the cue, and
     # ("t", slot) a place for text, after every other item; slots are numbered in order.
     skeleton: list[tuple[str, object]] = []
-    slot_source: list[str] = [""]
+    pieces: list[list[str]] = [[]]  # each slot's source text, in characters (joined below: linear)
     slot_gap: list[int] = [0]  # the gap (between structural tokens) each slot is in
     slot_cue: list[int | None] = [None]
     gap, position, owner = 0, 0, None
@@ -286,26 +286,28 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
         if item.kind == "t":
             if position in breaks:
                 skeleton.append(("b", breaks[position][1]))
-                slot_source.append("")
+                pieces.append([])
                 slot_gap.append(gap)
                 slot_cue.append(owner)
             else:
-                slot_source[-1] += item.text
+                pieces[-1].append(item.text)
             position += 1
             continue
         skeleton.append(("s", item))
         if item.mark in cue_of:
             owner = cue_of[item.mark] if item.kind == "o" else None
         gap += 1
-        slot_source.append("")
+        pieces.append([])
         slot_gap.append(gap)
         slot_cue.append(owner)
-    gaps: list[str] = [""]
+    slot_source = ["".join(chars) for chars in pieces]
+    fallen: list[list[str]] = [[]]
     for item in output:
         if item.kind == "t":
-            gaps[-1] += item.text
+            fallen[-1].append(item.text)
         else:
-            gaps.append("")
+            fallen.append([])
+    gaps = ["".join(chars) for chars in fallen]
     shares = [""] * len(slot_source)
     by_gap: dict[int, list[int]] = {}
     for slot, where in enumerate(slot_gap):
@@ -323,29 +325,29 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
             shares[slot] = ""
     texts = share_out([shares[i] for i in inside], [slot_source[i] for i in inside])
     placed = dict(zip(inside, texts, strict=True))
-    lines: list[list[str]] = [[cue.dashes.get(0, "") + cue.prefix] for cue in group]
+    lines: list[list[list[str]]] = [[[cue.dashes.get(0, ""), cue.prefix]] for cue in group]  # pieces of lines
     current: int | None = None
     for slot, in_cue in enumerate(slot_cue):
         if slot:  # the item before this slot
             kind, value = skeleton[slot - 1]
             if kind == "b":
                 assert current is not None
-                lines[current].append(group[current].dashes.get(int(value), ""))  # type: ignore[call-overload]
+                lines[current].append([group[current].dashes.get(int(value), "")])  # type: ignore[call-overload]
             else:
                 assert isinstance(value, Token)
                 if value.mark in cue_of:
                     current = cue_of[value.mark] if value.kind == "o" else current
                 elif current is not None:
-                    lines[current][-1] += value.text
+                    lines[current][-1].append(value.text)
         if in_cue is not None:
             text = placed[slot].replace("\n", " ")
             if vtt:
                 text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            lines[in_cue][-1] += text
+            lines[in_cue][-1].append(text)
     out = []
     for cue, cue_lines in zip(group, lines, strict=True):
-        cue_lines[-1] += cue.suffix
-        written = [line.strip(" \t") for line in cue_lines]
+        cue_lines[-1].append(cue.suffix)
+        written = ["".join(line).strip(" \t") for line in cue_lines]
         for at in sorted(cue.kept):
             written.insert(at, cue.kept[at])
         out.append(written)
