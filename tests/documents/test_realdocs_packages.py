@@ -64,6 +64,42 @@ def test_a_package_rebuilt_without_changes_is_the_same_bytes(path):
             assert out.read(name) == (b"<changed/>" if name == "word/document.xml" else package.read(name))
 
 
+class _Stream(io.RawIOBase):
+    """A file that cannot seek: zipfile writes each member with a data descriptor after its data."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk) -> int:  # type: ignore[override]
+        self.data += chunk
+        return len(chunk)
+
+
+def test_rebuild_copies_streamed_members_and_directories_as_they_are():
+    stream = _Stream()
+    with zipfile.ZipFile(stream, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        package.writestr("OEBPS/", "")
+        package.writestr("OEBPS/a.xhtml", "<p>" + "words " * 200 + "</p>")
+        package.writestr("OEBPS/b.xhtml", "<p>Kept.</p>")
+    data = bytes(stream.data)
+    package = open_package(data, ".epub")
+    assert all(member.flag_bits & 0x08 for member in package.members if member.filename != "OEBPS/")
+    assert package.rebuild({}) == data
+    out = package.rebuild({"OEBPS/a.xhtml": b"<p>\xe8\xaf\x8d</p>"})
+    with zipfile.ZipFile(io.BytesIO(out)) as rebuilt:
+        assert rebuilt.testzip() is None and rebuilt.namelist() == package.names
+        assert (
+            rebuilt.read("OEBPS/a.xhtml") == b"<p>\xe8\xaf\x8d</p>" and rebuilt.read("OEBPS/b.xhtml") == b"<p>Kept.</p>"
+        )
+        assert rebuilt.getinfo("mimetype").compress_type == zipfile.ZIP_STORED
+    start = data.index(b"OEBPS/b.xhtml")  # its local record, compressed bytes and descriptor copied verbatim
+    assert data[start : start + 40] in out
+
+
 def test_not_a_zip_is_one_document_error():
     with pytest.raises(DocumentError, match=r"not a \.pptx file \(not a zip package"):
         open_package(b"plain text", ".pptx")
