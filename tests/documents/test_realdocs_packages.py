@@ -49,6 +49,11 @@ def test_xml_parsing_loads_no_dtd_and_keeps_the_prolog():
     assert root.tag == "d"  # nothing fetched, the reference left unexpanded
     original = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n<w:d xmlns:w="urn:w"><w:t>a</w:t></w:d>'
     assert to_xml(parse_xml(original, "x"), original) == original
+    utf16 = '<?xml version="1.0" encoding="UTF-16"?><d><t>a</t></d>'.encode("utf-16")
+    root = parse_xml(utf16, "x")
+    root[0].text = "词"
+    written = to_xml(root, utf16)
+    assert written.startswith(b"\xff\xfe<\x00?\x00") and parse_xml(written, "x")[0].text == "词"
 
 
 @pytest.mark.parametrize("path", DOCX, ids=[path.name for path in DOCX])
