@@ -39,6 +39,8 @@ _SENTENCE_END = re.compile(r"[.?!…。？！♪][\"'”’)\]]*$")
 _DASH = ("-", "–", "—")  # a cue line starting with one of these is a new speaker
 _SPEAKER = re.compile(r"\s*[-–—]\s*")
 _MAX_GROUP = 4
+_BREAK = re.compile(r"([^\n]?)\n(?=([^\n]?))")
+_WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")  # CJK and its punctuation
 
 
 @dataclass
@@ -340,7 +342,7 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
                 elif current is not None:
                     lines[current][-1].append(value.text)
         if in_cue is not None:
-            text = placed[slot].replace("\n", " ")
+            text = _unbreak(placed[slot])
             if vtt:
                 text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             lines[in_cue][-1].append(text)
@@ -362,7 +364,12 @@ def _split_gap(text: str, sources: list[str]) -> list[str]:
     pieces = text.split("\n")
     if len(pieces) == len(sources) and all(p.strip() or not s.strip() for p, s in zip(pieces, sources, strict=True)):
         return pieces
-    return cut(text.replace("\n", " "), [len(s.strip()) for s in sources])
+    return cut(_unbreak(text), [len(s.strip()) for s in sources])
+
+
+def _unbreak(text: str) -> str:
+    """The translation's line breaks inside one line: a space between words, nothing next to Chinese."""
+    return _BREAK.sub(lambda m: m.group(1) + ("" if _WIDE.match(m.group(1)) or _WIDE.match(m.group(2)) else " "), text)
 
 
 SRT = SubtitleFormat("srt", (".srt",), vtt=False)
