@@ -1,5 +1,5 @@
 """Documents: text, HTML, Markdown, subtitles, Word, JSONL and TSV translated with their structure kept.
 
 Above the runtime (it uses :class:`enzh.runtime.translator.Translator` and :mod:`enzh.runtime.segment`);
-the optional parsers (python-docx, markdown-it-py, OpenCC) come with the ``[documents]`` extra.
+the optional parsers (lxml, python-docx, markdown-it-py, OpenCC) come with the ``[documents]`` extra.
 """

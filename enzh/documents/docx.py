@@ -3,7 +3,8 @@ and of the footers is translated; only the text of its ``w:t`` elements changes.
 
 The package is read with :mod:`enzh.documents.packages` (zip bounds, XML without entity expansion or network)
 and the parts are edited as XML with lxml: every element and attribute stays where it was (``w:tab``,
-``w:br``, run properties, hyperlinks, bookmarks, fields). The parts that are not translated ([Content_Types],
+``w:br``, run properties, hyperlinks, bookmarks, fields); a ``w:t`` whose new text starts or ends with a space
+gets ``xml:space="preserve"``, without which Word drops the space. The parts that are not translated ([Content_Types],
 relationships, styles, media, docProps) are copied byte for byte, in the input's zip order.
 
 A paragraph is cut at its tabs and line breaks (``w:tab``, ``w:br``, ``w:cr``) into segments; a segment with
@@ -41,6 +42,7 @@ _P, _R, _T = f"{_W}p", f"{_W}r", f"{_W}t"
 _TEXT_CHILDREN = {
     f"{_W}{name}" for name in ("rPr", "t", "tab", "br", "cr", "noBreakHyphen", "softHyphen", "lastRenderedPageBreak")
 }
+_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 _SEPARATORS = {f"{_W}tab", f"{_W}br", f"{_W}cr"}  # a paragraph's segments end here
 _MAIN = (
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
@@ -102,6 +104,8 @@ class DocxFormat:
             sources = [element.text for element in elements]
             for element, text in zip(elements, share_out(shares, sources), strict=True):
                 element.text = text
+                if text != text.strip() and element.get(_SPACE) is None:
+                    element.set(_SPACE, "preserve")  # Word drops a w:t's edge spaces without it (Hello| world)
         replaced = {name: to_xml(root, layout.package.read(name)) for name, root in layout.parts}
         return layout.package.rebuild(replaced)
 

@@ -8,7 +8,7 @@ odp, epub) get and give ``bytes``. Every text format rewrites only the spans of 
 text: everything else comes out byte for byte.
 
 A format module defines one object per format it implements (``FORMAT``, or ``SRT``/``VTT``, ``JSONL``/``TSV``)
-and is imported only when that format is used, so its parser (markdown-it-py, python-docx) stays optional.
+and is imported only when that format is used, so its parser (markdown-it-py, lxml) stays optional.
 A format that depends on more of the :class:`~enzh.documents.options.DocumentOptions` than the field (the target
 language, whether to mark machine output for review: po, xliff) also has ``configure(options) -> Format``, called
 before ``read``.

@@ -114,6 +114,8 @@ def to_xml(root: Any, original: bytes) -> bytes:
     to the root element, then the element in the input's encoding."""
     etree = import_optional("lxml.etree", "Writing XML parts of a document")
     encoding = root.getroottree().docinfo.encoding or "UTF-8"
+    if encoding.upper().replace("-", "") != "UTF8":  # UTF-16 parts: lxml writes the declaration and BOM itself
+        return bytes(etree.tostring(root.getroottree(), encoding=encoding, xml_declaration=True))
     start = _root_start(original)
     prolog = original[:start] if start >= 0 else b""
     return prolog + etree.tostring(root, encoding=encoding, xml_declaration=False)
@@ -181,12 +183,12 @@ class Package:
             if local == "Default":
                 defaults[child.get("Extension", "").lower()] = child.get("ContentType", "")
             elif local == "Override":
-                overrides[child.get("PartName", "")] = child.get("ContentType", "")
+                overrides[child.get("PartName", "").lower()] = child.get("ContentType", "")  # OPC: any case
         types = {}
         for name in self.names:
             part = "/" + name
             extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-            kind = overrides.get(part) or defaults.get(extension)
+            kind = overrides.get(part.lower()) or defaults.get(extension)
             if kind and not name.endswith("/"):
                 types[part] = kind
         return types

@@ -4,6 +4,7 @@ tags of a subtitle cue) so that every piece that had words gets some: a mark nev
 
 from __future__ import annotations
 
+import bisect
 import logging
 
 logger = logging.getLogger("enzh")
@@ -18,8 +19,9 @@ def share_out(shares: list[str], sources: list[str]) -> list[str]:
     A mark left empty joins the nearest mark before it that has text (or after it, at the start), and that group
     shares its text out in proportion to the source lengths, cut between words (between any characters in
     Chinese). When a group has too little text for its marks, the whole translation is shared out that way over
-    all the marks. Marks whose source is only spaces are never given text. A mark that still cannot get any (the
-    whole translation has fewer characters than marks) keeps its source text, with a warning."""
+    all the marks (when that serves them all; else the marks keep what the placement gave them). Marks whose
+    source is only spaces are never given text. A mark that still cannot get any (the whole translation has
+    fewer characters than marks) keeps its source text, with a warning."""
     wanted = [bool(source.strip()) for source in sources]
     if _served(shares, wanted):
         return shares
@@ -37,7 +39,6 @@ def share_out(shares: list[str], sources: list[str]) -> list[str]:
         if not _served([out[i] for i in group], [wanted[i] for i in group]):
             _share(out, group, shares, sources, wanted)
     if not _served(out, wanted):
-        out = list(shares)
         _share(out, list(range(len(shares))), shares, sources, wanted)
     short = [i for i, (text, want) in enumerate(zip(out, wanted, strict=True)) if want and not text.strip()]
     for i in short:
@@ -57,34 +58,42 @@ def _served(texts: list[str], wanted: list[bool]) -> bool:
 
 
 def _share(out: list[str], group: list[int], shares: list[str], sources: list[str], wanted: list[bool]) -> None:
+    """Share the group's text out over its marks in ``out``, when that gives each of them text."""
     text = "".join(shares[i] for i in group)
     weights = [len(sources[i].strip()) if wanted[i] else 0 for i in group]
-    for i, piece in zip(group, cut(text, weights), strict=True):
-        out[i] = piece
+    pieces = cut(text, weights)
+    if _served(pieces, [wanted[i] for i in group]):
+        for i, piece in zip(group, pieces, strict=True):
+            out[i] = piece
 
 
 def cut(text: str, weights: list[int]) -> list[str]:
     """``text`` cut into ``len(weights)`` consecutive pieces of about the given relative sizes: a piece of weight 0
-    gets nothing, the others at least one character when the text has enough; cuts go between words where the text
-    has spaces, and right after punctuation when some is near the proportional place."""
+    gets nothing, the others at least one character other than a space when the text has enough; cuts go
+    between words where the text has spaces, and right after punctuation when some is near the proportional
+    place. Linear in the text and the pieces (bisection over the possible cuts)."""
     total = sum(weights) or 1
     counted = [k for k, weight in enumerate(weights) if weight]
-    cuts = [i for i in range(1, len(text)) if _cuttable(text, i)]
+    words = [i for i in range(1, len(text)) if _cuttable(text, i)]
+    punctuated = [i for i in words if text[i - 1] in _BREAK_AFTER]
+    visible = [i for i, char in enumerate(text) if not char.isspace()]  # offsets of the other characters
     ends = {k: len(text) for k in counted[-1:]}
-    visible = [0] * (len(text) + 1)  # characters other than spaces from each offset on
-    for i in range(len(text) - 1, -1, -1):
-        visible[i] = visible[i + 1] + (not text[i].isspace())
     start = done = 0
     for n, k in enumerate(counted[:-1]):
         done += weights[k]
-        later = len(counted) - n - 1  # pieces with weight after this one, each needs a cut after this one's
-        usable = [c for c in cuts if c > start and visible[start] > visible[c] >= later] or [
-            c for c in range(start + 1, len(text)) if visible[start] > visible[c] >= later
-        ]  # no cut between words is left: one inside a word rather than a piece without text
-        want = len(text) * done / total
+        later = len(counted) - n - 1  # pieces after this one, each needs a visible character
+        first = bisect.bisect_left(visible, start)
+        if first >= len(visible) or len(visible) - first - 1 < later:
+            ends[k] = start  # too few characters left: this piece stays empty (its mark keeps its source)
+            continue
+        low = visible[first] + 1  # the piece holds at least one visible character
+        high = visible[len(visible) - later]  # and leaves one for each piece after it
+        want = min(max(len(text) * done / total, low), high)
         reach = max(4.0, 0.15 * len(text))
-        punctuated = [c for c in usable if text[c - 1] in _BREAK_AFTER and abs(c - want) <= reach]
-        start = ends[k] = min(punctuated or usable, key=lambda c: (abs(c - want), c)) if usable else start
+        near = _nearest(punctuated, want, low, high)
+        if near is None or abs(near - want) > reach:
+            near = _nearest(words, want, low, high)
+        start = ends[k] = near if near is not None else round(want)
     pieces: list[str] = []
     start = 0
     for k in range(len(weights)):
@@ -92,6 +101,16 @@ def cut(text: str, weights: list[int]) -> list[str]:
         pieces.append(text[start:end])
         start = end
     return pieces
+
+
+def _nearest(cuts: list[int], want: float, low: int, high: int) -> int | None:
+    """The cut of ``cuts`` (sorted) in ``[low, high]`` nearest to ``want`` (the earlier one on a tie)."""
+    at = bisect.bisect_left(cuts, want)
+    found = [c for c in cuts[max(at - 1, 0) : at + 1] if low <= c <= high]
+    if not found:
+        inside = bisect.bisect_left(cuts, low)
+        found = [cuts[inside]] if inside < len(cuts) and cuts[inside] <= high else []
+    return min(found, key=lambda c: (abs(c - want), c)) if found else None
 
 
 def _cuttable(text: str, at: int) -> bool:

@@ -3,8 +3,10 @@ header and NOTE, STYLE and REGION blocks come out byte for byte.
 
 A line-based rewriter (no subtitle library: the ones tested re-format timings on write). The file is cut
 into blocks at blank lines; in a block, a line with ``-->`` is a timing line, the lines before it (the SRT
-number, a VTT cue identifier) and it are copied, the lines after it are the cue text. Only those lines change;
-each cue keeps its number of lines when the translation allows it (no empty lines are written).
+number, a VTT cue identifier) and it are copied, the lines after it are the cue text. Only those lines change,
+and only their text between tags: each cue keeps its number of lines and its tags, each on its line (the
+source's tags, line breaks and cues are a skeleton the translation is written into, :func:`_cue_texts`). A line
+in the other language than the source's (a bilingual subtitle's Chinese line) or without words is copied.
 
 A sentence spanning several cues (a cue that does not end in ``.``, ``?``, ``!``, ``…`` and the next does not
 start a new speaker with ``-``) is translated whole: up to four such cues are one block whose cues are marks,
@@ -16,7 +18,6 @@ inside their cue; VTT entities are decoded for the model and ``&``, ``<``, ``>``
 from __future__ import annotations
 
 import html
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -29,8 +30,6 @@ from enzh.documents.shares import cut, share_out
 from enzh.runtime.router import detect_script
 from enzh.runtime.segment import needs_translation
 
-logger = logging.getLogger("enzh")
-
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 _TAG = re.compile(r"<[^<>\r\n]*>|\{\\[^{}\r\n]*\}")
 _OPEN_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9]*)")
@@ -40,6 +39,8 @@ _SENTENCE_END = re.compile(r"[.?!…。？！♪][\"'”’)\]]*$")
 _DASH = ("-", "–", "—")  # a cue line starting with one of these is a new speaker
 _SPEAKER = re.compile(r"\s*[-–—]\s*")
 _MAX_GROUP = 4
+_BREAK = re.compile(r"([^\n]?)\n(?=([^\n]?))")
+_WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")  # CJK and its punctuation
 
 
 @dataclass
@@ -279,7 +280,7 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
     # The skeleton: ("s", token) a tag or cue boundary, ("b", line) a break before that line of the cue, and
     # ("t", slot) a place for text, after every other item; slots are numbered in order.
     skeleton: list[tuple[str, object]] = []
-    slot_source: list[str] = [""]
+    pieces: list[list[str]] = [[]]  # each slot's source text, in characters (joined below: linear)
     slot_gap: list[int] = [0]  # the gap (between structural tokens) each slot is in
     slot_cue: list[int | None] = [None]
     gap, position, owner = 0, 0, None
@@ -287,26 +288,28 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
         if item.kind == "t":
             if position in breaks:
                 skeleton.append(("b", breaks[position][1]))
-                slot_source.append("")
+                pieces.append([])
                 slot_gap.append(gap)
                 slot_cue.append(owner)
             else:
-                slot_source[-1] += item.text
+                pieces[-1].append(item.text)
             position += 1
             continue
         skeleton.append(("s", item))
         if item.mark in cue_of:
             owner = cue_of[item.mark] if item.kind == "o" else None
         gap += 1
-        slot_source.append("")
+        pieces.append([])
         slot_gap.append(gap)
         slot_cue.append(owner)
-    gaps: list[str] = [""]
+    slot_source = ["".join(chars) for chars in pieces]
+    fallen: list[list[str]] = [[]]
     for item in output:
         if item.kind == "t":
-            gaps[-1] += item.text
+            fallen[-1].append(item.text)
         else:
-            gaps.append("")
+            fallen.append([])
+    gaps = ["".join(chars) for chars in fallen]
     shares = [""] * len(slot_source)
     by_gap: dict[int, list[int]] = {}
     for slot, where in enumerate(slot_gap):
@@ -324,29 +327,29 @@ def _cue_texts(block: Block, translated: TranslatedBlock, group: list[_Cue], vtt
             shares[slot] = ""
     texts = share_out([shares[i] for i in inside], [slot_source[i] for i in inside])
     placed = dict(zip(inside, texts, strict=True))
-    lines: list[list[str]] = [[cue.dashes.get(0, "") + cue.prefix] for cue in group]
+    lines: list[list[list[str]]] = [[[cue.dashes.get(0, ""), cue.prefix]] for cue in group]  # pieces of lines
     current: int | None = None
     for slot, in_cue in enumerate(slot_cue):
         if slot:  # the item before this slot
             kind, value = skeleton[slot - 1]
             if kind == "b":
                 assert current is not None
-                lines[current].append(group[current].dashes.get(int(value), ""))  # type: ignore[call-overload]
+                lines[current].append([group[current].dashes.get(int(value), "")])  # type: ignore[call-overload]
             else:
                 assert isinstance(value, Token)
                 if value.mark in cue_of:
                     current = cue_of[value.mark] if value.kind == "o" else current
                 elif current is not None:
-                    lines[current][-1] += value.text
+                    lines[current][-1].append(value.text)
         if in_cue is not None:
-            text = placed[slot].replace("\n", " ")
+            text = _unbreak(placed[slot])
             if vtt:
                 text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            lines[in_cue][-1] += text
+            lines[in_cue][-1].append(text)
     out = []
     for cue, cue_lines in zip(group, lines, strict=True):
-        cue_lines[-1] += cue.suffix
-        written = [line.strip(" \t") for line in cue_lines]
+        cue_lines[-1].append(cue.suffix)
+        written = ["".join(line).strip(" \t") for line in cue_lines]
         for at in sorted(cue.kept):
             written.insert(at, cue.kept[at])
         out.append(written)
@@ -361,7 +364,12 @@ def _split_gap(text: str, sources: list[str]) -> list[str]:
     pieces = text.split("\n")
     if len(pieces) == len(sources) and all(p.strip() or not s.strip() for p, s in zip(pieces, sources, strict=True)):
         return pieces
-    return cut(text.replace("\n", " "), [len(s.strip()) for s in sources])
+    return cut(_unbreak(text), [len(s.strip()) for s in sources])
+
+
+def _unbreak(text: str) -> str:
+    """The translation's line breaks inside one line: a space between words, nothing next to Chinese."""
+    return _BREAK.sub(lambda m: m.group(1) + ("" if _WIDE.match(m.group(1)) or _WIDE.match(m.group(2)) else " "), text)
 
 
 SRT = SubtitleFormat("srt", (".srt",), vtt=False)

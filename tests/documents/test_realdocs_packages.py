@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from enzh.cli.main import main
-from enzh.documents.api import parse, render, translate_document
+from enzh.documents.api import detect_language, parse, render, translate_document
 from enzh.documents.errors import DocumentError
 from enzh.documents.files import translate_file
 from enzh.documents.options import DocumentOptions
@@ -49,6 +49,11 @@ def test_xml_parsing_loads_no_dtd_and_keeps_the_prolog():
     assert root.tag == "d"  # nothing fetched, the reference left unexpanded
     original = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n<w:d xmlns:w="urn:w"><w:t>a</w:t></w:d>'
     assert to_xml(parse_xml(original, "x"), original) == original
+    utf16 = '<?xml version="1.0" encoding="UTF-16"?><d><t>a</t></d>'.encode("utf-16")
+    root = parse_xml(utf16, "x")
+    root[0].text = "词"
+    written = to_xml(root, utf16)
+    assert written.startswith(b"\xff\xfe<\x00?\x00") and parse_xml(written, "x")[0].text == "词"
 
 
 @pytest.mark.parametrize("path", DOCX, ids=[path.name for path in DOCX])
@@ -64,6 +69,42 @@ def test_a_package_rebuilt_without_changes_is_the_same_bytes(path):
             assert out.read(name) == (b"<changed/>" if name == "word/document.xml" else package.read(name))
 
 
+class _Stream(io.RawIOBase):
+    """A file that cannot seek: zipfile writes each member with a data descriptor after its data."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk) -> int:  # type: ignore[override]
+        self.data += chunk
+        return len(chunk)
+
+
+def test_rebuild_copies_streamed_members_and_directories_as_they_are():
+    stream = _Stream()
+    with zipfile.ZipFile(stream, "w", zipfile.ZIP_DEFLATED) as package:
+        package.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        package.writestr("OEBPS/", "")
+        package.writestr("OEBPS/a.xhtml", "<p>" + "words " * 200 + "</p>")
+        package.writestr("OEBPS/b.xhtml", "<p>Kept.</p>")
+    data = bytes(stream.data)
+    package = open_package(data, ".epub")
+    assert all(member.flag_bits & 0x08 for member in package.members if member.filename != "OEBPS/")
+    assert package.rebuild({}) == data
+    out = package.rebuild({"OEBPS/a.xhtml": b"<p>\xe8\xaf\x8d</p>"})
+    with zipfile.ZipFile(io.BytesIO(out)) as rebuilt:
+        assert rebuilt.testzip() is None and rebuilt.namelist() == package.names
+        assert (
+            rebuilt.read("OEBPS/a.xhtml") == b"<p>\xe8\xaf\x8d</p>" and rebuilt.read("OEBPS/b.xhtml") == b"<p>Kept.</p>"
+        )
+        assert rebuilt.getinfo("mimetype").compress_type == zipfile.ZIP_STORED
+    start = data.index(b"OEBPS/b.xhtml")  # its local record, compressed bytes and descriptor copied verbatim
+    assert data[start : start + 40] in out
+
+
 def test_not_a_zip_is_one_document_error():
     with pytest.raises(DocumentError, match=r"not a \.pptx file \(not a zip package"):
         open_package(b"plain text", ".pptx")
@@ -73,6 +114,7 @@ def test_not_a_zip_is_one_document_error():
 
 SUBS = sorted((REALDOCS / "subs").iterdir())
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 HAN = re.compile(r"[\u3400-\u9fff]")
 CUE_TAG = re.compile(r"<[^<>\r\n]*>|\{\\[^{}\r\n]*\}")  # the tags a cue line may hold (SRT, VTT, ASS override)
 
@@ -103,8 +145,13 @@ def _translated_parts(package) -> set[str]:
 
 
 def _same_xml_but_text(before, after, where: str) -> None:
-    """Same elements, attributes, order and whitespace between elements; only the text of w:t may differ."""
-    assert (after.tag, dict(after.attrib)) == (before.tag, dict(before.attrib)), where
+    """Same elements, attributes, order and whitespace between elements; only the text of w:t may differ (and
+    a w:t may get xml:space="preserve" for its new text's edge spaces)."""
+    attributes = dict(after.attrib)
+    if after.tag == f"{W}t" and SPACE not in before.attrib and attributes.get(SPACE) == "preserve":
+        assert after.text != after.text.strip(), where
+        del attributes[SPACE]
+    assert (after.tag, attributes) == (before.tag, dict(before.attrib)), where
     assert (after.tail or "") == (before.tail or ""), where
     if before.tag != f"{W}t":
         assert (after.text or "") == (before.text or ""), where
@@ -236,15 +283,21 @@ def _paragraphs(count: int) -> bytes:
 
 
 class PeakRss:
-    """The growth of this process's peak resident memory inside the block (Linux: VmHWM reset by clear_refs)."""
+    """The growth of this process's peak resident memory inside the block (Linux: VmHWM reset by clear_refs;
+    where the kernel does not allow the reset, the growth of the resident memory itself). lxml allocates outside
+    Python's heap, so tracemalloc would not see it."""
 
     def __enter__(self) -> PeakRss:
-        Path("/proc/self/clear_refs").write_text("5")
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+            self.peak = "VmHWM"
+        except OSError:
+            self.peak = "VmRSS"
         self.start = self._read("VmRSS")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.growth = self._read("VmHWM") - self.start
+        self.growth = self._read(self.peak) - self.start
 
     @staticmethod
     def _read(field: str) -> int:
@@ -297,3 +350,33 @@ def test_an_entity_bomb_in_word_document_xml_is_one_line_and_no_output(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith("enzh translate-file: error: ") and err.count("\n") == 1, err
     assert "declares XML entities" in err and not (tmp_path / "out.docx").exists()
+
+
+# --- Sharing text out so that no mark is left empty -----------------------------------------------------------
+
+
+def test_share_out_gives_every_mark_with_words_some_text():
+    from enzh.documents.shares import cut, share_out
+
+    assert share_out(["安娜每天去车站。学校在哪里？", ""], ["Anna goes. ", "Where is the school?"]) == [
+        "安娜每天去车站。",  # cut after the punctuation nearest the proportional place
+        "学校在哪里？",
+    ]
+    assert share_out(["", "abc def ghi", ""], ["x", "yyy", "zz"]) == ["abc", " def", " ghi"]  # between words
+    assert share_out(["会议已被推迟。", " "], ["The meeting", " "]) == ["会议已被推迟。", " "]  # spaces may stay
+    assert share_out(["好", ""], ["Good", "night"]) == ["好", "night"]  # too short: the source text is kept
+    assert cut("我的自行车昨天晚上被偷走了。", [21, 11]) == ["我的自行车昨天晚上", "被偷走了。"]
+    pieces = cut("字" * 20_000, [1] * 10_000)  # linear: 10,000 pieces of a 20,000-character text at once
+    assert len(pieces) == 10_000 and all(pieces) and "".join(pieces) == "字" * 20_000
+
+
+def test_a_bilingual_cue_keeps_its_chinese_line():
+    srt = "1\n00:00:01,000 --> 00:00:02,000\n我有个点子\nOK, look, I think I have a plan here.\n"
+    assert detect_language(srt, DocumentOptions(format="srt")) == "en"  # a cue in both languages reads as English
+    options = DocumentOptions(format="srt")
+    out = render(parse(srt, options), lambda texts: [t.upper() for t in texts], options)
+    assert out == "1\n00:00:01,000 --> 00:00:02,000\n我有个点子\nOK, LOOK, I THINK I HAVE A PLAN HERE.\n"
+    zh = DocumentOptions(format="srt", source="zh")  # from Chinese the English line is the one kept
+    assert render(parse(srt, zh), lambda texts: [f"<{t}>" for t in texts], zh) == srt.replace(
+        "我有个点子", "<我有个点子>"
+    )
