@@ -25,6 +25,7 @@ other entries, obsolete (``#~``) entries and the file's wrapping come out as the
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -181,8 +182,8 @@ def _block(text: str, placeholder: re.Pattern[str] | None) -> Block:
 def _span(entry: Any, starts: list[int], total: int) -> tuple[int, int]:
     """The lines ``[start, end)`` of an entry: from where polib started it to where the next one starts."""
     start = max(entry.linenum - 1, 0)
-    later = [s for s in starts if s > start]
-    return start, min(later) if later else total
+    after = bisect.bisect_right(starts, start)
+    return start, starts[after] if after < len(starts) else total
 
 
 def _keyword(line: str) -> str:
@@ -204,7 +205,9 @@ def _flags_place(lines: list[str], span: tuple[int, int]) -> tuple[int | None, i
     """The entry's first ``#,`` line (None: it has none) and the line a new one goes before (the first
     previous-message ``#|`` line, msgctxt or msgid)."""
     flags = next((i for i in range(*span) if _keyword(lines[i]) == "#,"), None)
-    before = next(i for i in range(*span) if _keyword(lines[i]) in ("#|", "msgctxt", "msgid"))
+    before = next((i for i in range(*span) if _keyword(lines[i]) in ("#|", "msgctxt", "msgid")), None)
+    if before is None:
+        raise DocumentError(f"no msgid line found for the entry at line {span[0] + 1}; check the file's syntax")
     return flags, before
 
 

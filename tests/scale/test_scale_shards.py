@@ -55,6 +55,23 @@ def test_tsv_header_goes_with_every_shard(tmp_path):
     assert all(shard.header == b"id\ttext\tnote\n" for shard in shards[1:])
 
 
+def test_csv_shards_start_on_records_and_carry_the_header(tmp_path):
+    prepared = prepare(WRITERS["csv"](tmp_path / "in.csv", demo_lines(30)), tmp_path / "out.csv")
+    shards = cut(prepared, 4)
+    assert len(shards) == 8 and shards[0].data.startswith(b"id,text,note\r\n")
+    assert all(shard.header == b"id,text,note\r\n" for shard in shards[1:])
+    for number, shard in enumerate(shards[1:], start=1):  # each starts with its first record's id: no cut inside one
+        assert shard.data.startswith(f"{number * 4},".encode())
+    assert b"".join(shard.data for shard in shards) == prepared.data
+
+
+def test_localisation_files_are_one_shard(tmp_path):
+    source = tmp_path / "in.po"
+    source.write_text('msgid ""\nmsgstr "Language: \\n"\n\nmsgid "Hi"\nmsgstr ""\n\nmsgid "Bye"\nmsgstr ""\n')
+    [shard] = cut(prepare(source, tmp_path / "out.po"), 1)
+    assert shard.data == source.read_bytes()
+
+
 def test_subtitle_cuts_move_past_sentences_that_run_over_cues(tmp_path):
     prepared = prepare(WRITERS["srt"](tmp_path / "in.srt", demo_lines(40)), tmp_path / "out.srt")
     shards = cut(prepared, 1)  # one block a shard, except where a sentence runs on into the next cue
