@@ -171,6 +171,21 @@ def test_po_without_header_and_crlf_stays_byte_for_byte():
     )
 
 
+def test_po_placeholders_come_back_even_when_the_model_drops_them():
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="Delete %d files from {place}?"))  # no format flag: the likely placeholders
+    po.append(polib.POEntry(msgid="Hello %(name)s", flags=["python-format"]))
+    po.append(polib.POEntry(msgid="Take 100% sure steps {now}", flags=["no-python-brace-format"]))
+    options = DocumentOptions(format="po")
+    parsed = parse(po.__unicode__(), options)
+    assert [[m.tag.verbatim for m in b.marks] for b in parsed.units.blocks] == [["%d", "{place}"], ["%(name)s"], []]
+    out = render(parsed, lambda texts: [re.sub(r"%\(?\w*\)?[ds]|\{\w+\}", "", t).upper() for t in texts], options)
+    assert isinstance(out, str)
+    first, second, third = (e.msgstr for e in polib.pofile(out))
+    assert sorted(re.findall(r"%d|\{place\}", first)) == ["%d", "{place}"] and "DELETE" in first
+    assert second.count("%(name)s") == 1 and third == "TAKE 100% SURE STEPS "  # {now}: text here, dropped
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -304,6 +319,8 @@ def test_xliff20_segments_get_targets(translator):
         assert [child.tag.rsplit("}", 1)[1] for child in segment] == ["source", "target"]
         assert segment.get("state") == "translated" and segment.get("subState") == "enzh:mt"
         assert codes(segment[1]) == codes(segment[0]) and words(segment[1]) == plain(translator, text)
+    begin = second[1].find("x:sc", q)  # <sc id="3"/>coffee<ec startRef="3"/>: a span, placed on words
+    assert re.fullmatch("[\u4e00-\u9fff]+", begin.tail) and begin.getnext().get("startRef") == "3"
     assert kept.get("state") == "final" and kept[1].text == "学校在哪里？"
     assert root.find(".//x:ignorable", q) is not None
     quiet = translate_document(translator, xliff20(), format="xliff", beam_size=1, fuzzy=False)
