@@ -17,7 +17,8 @@ standalone ones (1.x ``<x/>``, ``<bx/>``, ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept
 code; protected text (1.x ``<mrk mtype="protected">``, 2.x ``<mrk translate="no">``) is read by the model and
 copied as it was. A begin code and its end code side by side in one element (1.x ``<bx rid>``/``<ex rid>``, 2.x
 ``<sc id>``/``<ec startRef>``, ``<sm id>``/``<em startRef>``, not ``isolated="yes"``) are one mark over the
-words between them, so they go around the translation of those words instead of two independent points. Every code of the source comes back exactly once, in order, with its nesting.
+words between them, so they go around the translation of those words instead of two independent points.
+Every code of the source comes back exactly once, in order, with its nesting.
 
 Safety: a document with a DOCTYPE (where entity declarations live: an entity bomb) is refused before parsing;
 lxml parses with entities unresolved, no DTD and no network. The tree is written back by lxml: comments,
