@@ -15,9 +15,10 @@ words, copied into the target around the words they cover (:mod:`enzh.documents.
 standalone ones (1.x ``<x/>``, ``<bx/>``, ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>``, ``<it>``; 2.x ``<ph/>``,
 ``<sc/>``, ``<ec/>``, ``<sm/>``, ``<em/>``, ``<cp/>``, and comments) are points, copied whole with their native
 code; protected text (1.x ``<mrk mtype="protected">``, 2.x ``<mrk translate="no">``) is read by the model and
-copied as it was. A begin code and its end code side by side in one element (1.x ``<bx rid>``/``<ex rid>``, 2.x
-``<sc id>``/``<ec startRef>``, ``<sm id>``/``<em startRef>``, not ``isolated="yes"``) are one mark over the
-words between them, so they go around the translation of those words instead of two independent points.
+copied as it was. A begin code and its end code side by side in one element (1.x ``<bx>``/``<ex>`` and
+``<bpt>``/``<ept>`` by ``rid`` or the same ``id``, 2.x ``<sc id>``/``<ec startRef>``, ``<sm id>``/``<em
+startRef>``, not ``isolated="yes"``) are one mark over the words between them, so they go around the
+translation of those words instead of two independent points.
 Every code of the source comes back exactly once, in order, with its nesting.
 
 Safety: a document with a DOCTYPE (where entity declarations live: an entity bomb) is refused before parsing;
@@ -49,7 +50,12 @@ from enzh.runtime.segment import needs_translation
 _NS1 = "urn:oasis:names:tc:xliff:document:1.2"
 _NS2 = "urn:oasis:names:tc:xliff:document:2.0"
 _PAIRED = frozenset({"g", "mrk", "pc"})  # inline elements with translatable text inside
-_BEGIN = {"bx": "ex", "sc": "ec", "sm": "em"}  # standalone codes that begin a span -> the code that ends it
+_BEGIN = {
+    "bx": "ex",
+    "bpt": "ept",
+    "sc": "ec",
+    "sm": "em",
+}  # standalone codes that begin a span -> the code that ends it
 _END = frozenset(_BEGIN.values())
 _DOCTYPE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 # What may come before and after the root element: the declaration, comments, processing instructions, spaces.
@@ -230,9 +236,9 @@ def _protected(element: Any) -> bool:
 
 
 def _pairs(element: Any) -> dict[int, int]:
-    """Begin and end codes among ``element``'s children that belong together (1.x ``<bx rid>``/``<ex rid>``,
-    2.x ``<sc id>``/``<ec startRef>`` and ``<sm id>``/``<em startRef>``), properly nested: begin index -> end
-    index. The others stay points."""
+    """Begin and end codes among ``element``'s children that belong together (1.x ``<bx>``/``<ex>`` and
+    ``<bpt>``/``<ept>`` by ``rid`` or ``id``, 2.x ``<sc id>``/``<ec startRef>`` and ``<sm id>``/``<em
+    startRef>``), properly nested: begin index -> end index. The others stay points."""
     found: dict[int, int] = {}
     open_: list[tuple[str, int]] = []
     for i, child in enumerate(element):

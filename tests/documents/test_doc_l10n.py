@@ -237,13 +237,22 @@ def xliff12() -> bytes:
     s.text = "The "
     mrk = etree.SubElement(s, f"{{{NS1}}}mrk", mtype="protected")
     mrk.text, mrk.tail = "Enzh", " weather is nice today."
+    _, s = unit("6")
+    s.text = "I would like a cup of "
+    bpt = etree.SubElement(s, f"{{{NS1}}}bpt", id="1")
+    bpt.text, bpt.tail = "<b>", "coffee"
+    ept = etree.SubElement(s, f"{{{NS1}}}ept", id="1")
+    ept.text, ept.tail = "</b>", "."
     etree.indent(root)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8") + b"\n"
 
 
 def codes(element) -> list[tuple[str, dict]]:
     """The inline codes inside ``element``, in order, with their attributes and (for native codes) content."""
-    return [(e.tag, dict(e.attrib), e.text if e.tag.endswith("}ph") else None) for e in element.iterdescendants()]
+    return [
+        (e.tag, dict(e.attrib), e.text if e.tag.endswith(("}ph", "}bpt", "}ept")) else None)
+        for e in element.iterdescendants()
+    ]
 
 
 def words(element) -> str:
@@ -265,7 +274,7 @@ def test_xliff12_targets_with_inline_codes(tmp_path, translator):
     q = {"x": NS1}
     assert root.find("x:file", q).get("target-language") == "zh-CN"
     units = {u.get("id"): u for u in root.iterfind(".//x:trans-unit", q)}
-    for uid in ("1", "2", "5"):
+    for uid in ("1", "2", "5", "6"):
         unit = units[uid]
         source_el, target = unit[0], unit[1]
         assert target.tag == f"{{{NS1}}}target" and source_el.tag == f"{{{NS1}}}source"
@@ -275,6 +284,8 @@ def test_xliff12_targets_with_inline_codes(tmp_path, translator):
     assert words(units["2"][1]) == plain(translator, COFFEE)
     assert units["2"][2].tag == f"{{{NS1}}}note"  # the existing empty target was filled in place
     assert units["5"][1].find("x:mrk", q).text == "Enzh"
+    begin = units["6"][1].find("x:bpt", q)  # a begin/end pair of native codes: around words, not two points
+    assert re.fullmatch("[\u4e00-\u9fff]+", begin.tail) and begin.getnext().tag == f"{{{NS1}}}ept"
     assert units["3"][1].text == "学校在哪里？" and units["3"][1].get("state") is None
     assert len(units["4"]) == 1  # translate="no" on its group
     before = etree.fromstring(source.read_bytes())
@@ -329,7 +340,7 @@ def test_xliff20_segments_get_targets(translator):
 
 def test_xliff_without_work_comes_back_byte_for_byte():
     data = xliff12().replace(b'source-language="en"', b'source-language="en" target-language="zh-CN"')
-    data = re.sub(rb"<trans-unit id=\"[125]\">.*?</trans-unit>", b"", data, flags=re.DOTALL)
+    data = re.sub(rb"<trans-unit id=\"[1256]\">.*?</trans-unit>", b"", data, flags=re.DOTALL)
     options = DocumentOptions(format="xliff")
     parsed = parse(b"\xef\xbb\xbf" + data, options)
     assert parsed.units.blocks == [] and render(parsed, fake, options) == b"\xef\xbb\xbf" + data
