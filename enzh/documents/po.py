@@ -180,6 +180,13 @@ def _parse(source: str) -> tuple[list[Any], Any]:
     return list(parsed), parsed.header_entry
 
 
+def entry_lines(source: str) -> tuple[int | None, list[int]]:
+    """Where each entry of a po document starts (indices into ``source.splitlines(keepends=True)``): the header
+    entry's line (None: no header) and the other entries' lines, in order (obsolete ones too)."""
+    entries, header = _parse(source)
+    return (None if header is None else max(header.linenum - 1, 0)), sorted(max(e.linenum - 1, 0) for e in entries)
+
+
 def _translated(entry: Any) -> bool:
     return bool(entry.msgstr) or any(entry.msgstr_plural.values())
 
