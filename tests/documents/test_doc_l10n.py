@@ -186,6 +186,14 @@ def test_po_placeholders_come_back_even_when_the_model_drops_them():
     assert second.count("%(name)s") == 1 and third == "TAKE 100% SURE STEPS "  # {now}: text here, dropped
 
 
+def test_po_text_naming_a_file_is_not_read_as_that_file(tmp_path):
+    """polib takes a string without a line break for a file name: a document is never read that way."""
+    other = tmp_path / "secret.po"
+    other.write_text('msgid "Where is the school?"\nmsgstr ""\n', encoding="utf-8")
+    with pytest.raises(DocumentError, match="not a gettext po file: Syntax error in po file"):
+        parse(str(other), DocumentOptions(format="po"))
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
