@@ -41,9 +41,16 @@ class Locale:
         if not wrong and self.base == "zh":
             wrong = any(s in _TRADITIONAL for s in subtags[1:]) != self.traditional
         if wrong:
+            if subtags[0] == "zh" and self.base == "zh":
+                fix = "--target zh-Hans" if self.traditional else "--target zh-Hant (or --convert s2tw, s2hk)"
+                hint = f"translate it with {fix}"
+            else:
+                hint = (
+                    "enzh writes Chinese and English; translate a template (.pot, or XLIFF without a target language)"
+                )
             raise DocumentError(
-                f"{where} says its translations are in {found.strip()!r}, but this run writes {self.tag}; choose "
-                f"the --target (and --convert) that writes {found.strip()!r}, or translate a file meant for {self.tag}"
+                f"{where} says its translations are in {found.strip()!r}, but this run writes {self.tag}; "
+                f"{hint} or a file meant for {self.tag}"
             )
 
 

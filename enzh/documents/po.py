@@ -16,6 +16,8 @@ other entries, obsolete (``#~``) entries and the file's wrapping come out as the
 * printf and Python placeholders (``%s``, ``%(name)d``, ``%1$s``; ``{name}`` for ``python-brace-format``) in
   an entry flagged ``c-format``, ``python-format`` and the like are written back exactly as they were: the
   model reads them, and each comes back once, where the translation has it or else at the same relative place.
+  An entry without a format flag gets the same for the unambiguous ones (``%d``, ``%s``, ``%(name)s``,
+  ``{name}``, ``{0}``; not ``% s``); one flagged ``no-c-format`` (or another ``no-*-format``) for none.
 * The header: ``Language`` is set when empty or absent (``zh_CN``, ``zh_TW``, ``en``) and refused when it names
   another language; ``Plural-Forms`` is set when absent or a template's placeholder; a ``charset`` other than
   UTF-8 becomes UTF-8 (the output is UTF-8). When one of these changes, the header's msgstr is rewritten with
@@ -25,6 +27,7 @@ other entries, obsolete (``#~``) entries and the file's wrapping come out as the
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -47,6 +50,24 @@ _PLACEHOLDERS = {
     flag: re.compile(_BRACE if flag == "python-brace-format" else _PRINTF)
     for flag in ("c-format", "python-format", "python-brace-format", "php-format", "perl-format", "sh-format")
 }
+# An entry without a format flag (not every extractor writes one): the unambiguous placeholders only, printf
+# conversions without the space flag (so "100% sure" stays text), %(name)s and {name}, {0}.
+_LIKELY = re.compile(
+    r"%(?:\d+\$|\([A-Za-z_]\w{0,63}\))?[-+#0]*\d*(?:\.\d+)?[sdifuxXeEgGc]|\{(?:[A-Za-z_]\w{0,63}|\d{1,2})?\}"
+)
+
+
+def _placeholder(flags: list[str]) -> re.Pattern[str] | None:
+    """The placeholders of an entry with these flags: those of its format flag; none when a ``no-*-format``
+    flag says it has none; else the likely ones."""
+    for flag in flags:
+        if flag in _PLACEHOLDERS:
+            return _PLACEHOLDERS[flag]
+    if any(flag.startswith("no-") and flag.endswith("-format") for flag in flags):
+        return None
+    return _LIKELY
+
+
 _MAX_PLURALS = 10  # polib reads msgstr[0] .. msgstr[9]
 _PLACEHOLDER_TEMPLATE = ("INTEGER", "EXPRESSION")  # a .pot's Plural-Forms before msginit fills it
 
@@ -90,8 +111,7 @@ class PoFormat:
             if entry.obsolete or not entry.msgid or (_translated(entry) and not self.retranslate):
                 continue
             texts = _sources(entry, forms)
-            placeholders = [_PLACEHOLDERS[f] for f in entry.flags if f in _PLACEHOLDERS]
-            placeholder = placeholders[0] if placeholders else None
+            placeholder = _placeholder(entry.flags)
             if not any(needs_translation(placeholder.sub(" ", t) if placeholder else t) for t in texts):
                 continue  # no words outside the placeholders
             start, end = _msgstr_lines(lines, _span(entry, starts, len(lines)), entry.linenum)
@@ -160,6 +180,13 @@ def _parse(source: str) -> tuple[list[Any], Any]:
     return list(parsed), parsed.header_entry
 
 
+def entry_lines(source: str) -> tuple[int | None, list[int]]:
+    """Where each entry of a po document starts (indices into ``source.splitlines(keepends=True)``): the header
+    entry's line (None: no header) and the other entries' lines, in order (obsolete ones too)."""
+    entries, header = _parse(source)
+    return (None if header is None else max(header.linenum - 1, 0)), sorted(max(e.linenum - 1, 0) for e in entries)
+
+
 def _translated(entry: Any) -> bool:
     return bool(entry.msgstr) or any(entry.msgstr_plural.values())
 
@@ -181,8 +208,8 @@ def _block(text: str, placeholder: re.Pattern[str] | None) -> Block:
 def _span(entry: Any, starts: list[int], total: int) -> tuple[int, int]:
     """The lines ``[start, end)`` of an entry: from where polib started it to where the next one starts."""
     start = max(entry.linenum - 1, 0)
-    later = [s for s in starts if s > start]
-    return start, min(later) if later else total
+    after = bisect.bisect_right(starts, start)
+    return start, starts[after] if after < len(starts) else total
 
 
 def _keyword(line: str) -> str:
@@ -204,7 +231,9 @@ def _flags_place(lines: list[str], span: tuple[int, int]) -> tuple[int | None, i
     """The entry's first ``#,`` line (None: it has none) and the line a new one goes before (the first
     previous-message ``#|`` line, msgctxt or msgid)."""
     flags = next((i for i in range(*span) if _keyword(lines[i]) == "#,"), None)
-    before = next(i for i in range(*span) if _keyword(lines[i]) in ("#|", "msgctxt", "msgid"))
+    before = next((i for i in range(*span) if _keyword(lines[i]) in ("#|", "msgctxt", "msgid")), None)
+    if before is None:
+        raise DocumentError(f"no msgid line found for the entry at line {span[0] + 1}; check the file's syntax")
     return flags, before
 
 

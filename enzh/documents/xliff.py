@@ -15,7 +15,11 @@ words, copied into the target around the words they cover (:mod:`enzh.documents.
 standalone ones (1.x ``<x/>``, ``<bx/>``, ``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>``, ``<it>``; 2.x ``<ph/>``,
 ``<sc/>``, ``<ec/>``, ``<sm/>``, ``<em/>``, ``<cp/>``, and comments) are points, copied whole with their native
 code; protected text (1.x ``<mrk mtype="protected">``, 2.x ``<mrk translate="no">``) is read by the model and
-copied as it was. Every code of the source comes back exactly once, in order, with its nesting.
+copied as it was. A begin code and its end code side by side in one element (1.x ``<bx>``/``<ex>`` and
+``<bpt>``/``<ept>`` by ``rid`` or the same ``id``, 2.x ``<sc id>``/``<ec startRef>``, ``<sm id>``/``<em
+startRef>``, not ``isolated="yes"``) are one mark over the words between them, so they go around the
+translation of those words instead of two independent points.
+Every code of the source comes back exactly once, in order, with its nesting.
 
 Safety: a document with a DOCTYPE (where entity declarations live: an entity bomb) is refused before parsing;
 lxml parses with entities unresolved, no DTD and no network. The tree is written back by lxml: comments,
@@ -46,6 +50,13 @@ from enzh.runtime.segment import needs_translation
 _NS1 = "urn:oasis:names:tc:xliff:document:1.2"
 _NS2 = "urn:oasis:names:tc:xliff:document:2.0"
 _PAIRED = frozenset({"g", "mrk", "pc"})  # inline elements with translatable text inside
+_BEGIN = {
+    "bx": "ex",
+    "bpt": "ept",
+    "sc": "ec",
+    "sm": "em",
+}  # standalone codes that begin a span -> the code that ends it
+_END = frozenset(_BEGIN.values())
 _DOCTYPE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 # What may come before and after the root element: the declaration, comments, processing instructions, spaces.
 _AROUND = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
@@ -224,9 +235,26 @@ def _protected(element: Any) -> bool:
     return _local(element) == "mrk" and (element.get("mtype") == "protected" or element.get("translate") == "no")
 
 
+def _pairs(element: Any) -> dict[int, int]:
+    """Begin and end codes among ``element``'s children that belong together (1.x ``<bx>``/``<ex>`` and
+    ``<bpt>``/``<ept>`` by ``rid`` or ``id``, 2.x ``<sc id>``/``<ec startRef>`` and ``<sm id>``/``<em
+    startRef>``), properly nested: begin index -> end index. The others stay points."""
+    found: dict[int, int] = {}
+    open_: list[tuple[str, int]] = []
+    for i, child in enumerate(element):
+        kind = _local(child)
+        if kind in _BEGIN and child.get("isolated") != "yes":
+            open_.append((_BEGIN[kind] + "\0" + (child.get("rid") or child.get("id") or ""), i))
+        elif kind in _END and child.get("isolated") != "yes":
+            key = kind + "\0" + (child.get("rid") or child.get("startRef") or child.get("id") or "")
+            if open_ and open_[-1][0] == key:
+                found[open_.pop()[1]] = i
+    return found
+
+
 def _block(source: Any, templates: list[Any]) -> Block:
     """The source's text (the text of its paired codes too) and a mark for every inline code; ``templates`` gets
-    the element each mark writes back (its shell for paired codes, a whole copy for the others)."""
+    what each mark writes back: a paired code's shell, a begin/end pair's two copies, another code's copy."""
     text: list[str] = []
     marks: list[Mark | None] = []
     length = 0
@@ -239,20 +267,42 @@ def _block(source: Any, templates: list[Any]) -> Block:
 
     def visit(element: Any, parent: int | None) -> None:  # depth: the XML's, which libxml2 bounds (256)
         add(element.text)
-        for child in element:
+        pairs = _pairs(element)
+        ends = {end: begin for begin, end in pairs.items()}
+        spans: dict[int, tuple[int, int]] = {}  # open begin/end pairs: begin child -> (mark, start)
+        for number, child in enumerate(element):
+            inner = spans[max(spans)][0] if spans else parent  # the innermost open pair encloses this child
+            if number in ends:  # the end of a pair: its mark spans from its begin code to here
+                index, start = spans.pop(ends[number])
+                held = marks[index]
+                assert held is not None
+                end = copy.deepcopy(child)
+                end.tail = None
+                templates[tag_of(held).index] = (templates[tag_of(held).index][0], end)
+                marks[index] = Mark(start, length, held.tag)
+                add(child.tail)
+                continue
             index = len(marks)
             marks.append(None)
             start = length
+            if number in pairs:
+                begin = copy.deepcopy(child)
+                begin.tail = None
+                templates.append((begin, None))
+                marks[index] = Mark(start, start, Tag("pair", parent=inner, index=len(templates) - 1))
+                spans[number] = (index, start)
+                add(child.tail)
+                continue
             if _local(child) in _PAIRED and not _protected(child):
                 templates.append(child.makeelement(child.tag, child.attrib))
-                tag = Tag(_local(child), parent=parent, index=len(templates) - 1)
+                tag = Tag(_local(child), parent=inner, index=len(templates) - 1)
                 visit(child, index)
             else:
                 whole = copy.deepcopy(child)
                 whole.tail = None
                 templates.append(whole)
                 verbatim = "".join(child.itertext()) if _protected(child) else None
-                tag = Tag(_local(child) or "comment", parent=parent, index=len(templates) - 1, verbatim=verbatim)
+                tag = Tag(_local(child) or "comment", parent=inner, index=len(templates) - 1, verbatim=verbatim)
                 if verbatim:
                     add(verbatim)
             marks[index] = Mark(start, length, tag)
@@ -283,6 +333,10 @@ def _fill(target: Any, block: Block, done: TranslatedBlock, templates: list[Any]
             continue
         tag = tag_of(block.marks[event.mark])
         template = templates[tag.index]
+        if tag.kind == "pair":  # a begin code where the mark opens, its end code where it closes
+            if not inside_whole:
+                stack[-1].append(copy.deepcopy(template[0 if isinstance(event, Open) else 1]))
+            continue
         whole = tag.kind not in _PAIRED or tag.verbatim is not None
         if isinstance(event, Open):
             if inside_whole:

@@ -9,10 +9,12 @@ does not depend on the other sentences of its batch (tests/runtime checks batche
 * ``tsv``: the same, and when the first line is a header (``--field`` names a column), every later shard is
   translated with the header in front (so the column resolves the same) and the header is cut from its output.
 * ``csv``: the same with records (a quoted field may hold line breaks: a record can be several lines).
+* ``po``: a shard is ``shard_size`` entries. The header entry (it gives the plural forms) goes in front of every
+  later shard as it is written out (with the Language or Plural-Forms a run fills in, so that it comes back
+  unchanged) and is cut from its output.
 * ``srt``, ``vtt``: a shard is ``shard_size`` blocks (the parts between blank lines), cut only where a block
   starts after a blank line. A sentence running over several cues is one unit: the cut is moved past it.
-* ``html``, ``md``, ``docx``, ``xliff``, ``po``: no unit boundary is cut (a whole document is one tree; a po
-  file's header, which says its plural forms and which a run may update, belongs to all of it): one shard.
+* ``html``, ``md``, ``docx``, ``xliff``: no unit boundary is cut (a whole document is one tree): one shard.
 
 Every cut is checked: the blocks (units to translate) of the shards, one after another, must be the blocks of
 the whole document; a shard whose blocks differ (its cut fell inside a unit) is merged with the next one.
@@ -28,16 +30,18 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from enzh.documents.api import parse
+from enzh.documents.api import parse, render
 from enzh.documents.files import Prepared
 from enzh.documents.inline import Block
 from enzh.documents.options import DocumentOptions
+from enzh.documents.po import entry_lines
 from enzh.documents.records import csv_records
 
 logger = logging.getLogger("enzh")
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # the line ends every text format uses
-LINE_FORMATS = frozenset({"txt", "jsonl", "tsv", "csv"})
+LINE_FORMATS = frozenset({"txt", "jsonl", "tsv"})
+RECORD_FORMATS = frozenset({"csv", "po"})  # units of several lines, found by the format's parser
 BLOCK_FORMATS = frozenset({"srt", "vtt"})
 DEFAULT_FIELD = "text"  # jsonl/tsv field when --field is not given (enzh.documents.records)
 
@@ -60,18 +64,22 @@ def cut(prepared: Prepared, size: int) -> list[Shard]:
     """The shards of ``prepared``'s document, ``size`` units each (the last one may be shorter)."""
     options = prepared.options
     decoded = prepared.parsed.decoded
-    if decoded is None or options.format not in LINE_FORMATS | BLOCK_FORMATS:
-        if options.format not in LINE_FORMATS | BLOCK_FORMATS:
+    if decoded is None or options.format not in LINE_FORMATS | BLOCK_FORMATS | RECORD_FORMATS:
+        if options.format not in LINE_FORMATS | BLOCK_FORMATS | RECORD_FORMATS:
             logger.info("the %s format is translated as one shard (its units are not cut)", options.format)
         return [Shard(0, prepared.data, units=1)]
     lines = _LINE.findall(decoded.text)
     header = ""
     if options.format == "csv":
         header, lines, starts = _csv_units(decoded.text, lines, options.field)
+        later = header
+    elif options.format == "po":
+        header, later, lines, starts = _po_units(decoded.text, options)
     else:
         if options.format == "tsv" and lines and _has_header(lines[0], options.field):
             header, lines = lines[0], lines[1:]
         starts = _unit_starts(lines, options.format)
+        later = header
     pieces = [
         (starts[i], starts[i + size] if i + size < len(starts) else len(lines)) for i in range(0, len(starts), size)
     ]
@@ -84,7 +92,7 @@ def cut(prepared: Prepared, size: int) -> list[Shard]:
         bom = codecs.BOM_UTF8 if first and decoded.bom else b""
         if first:
             return bom + (header + body).encode("utf-8"), b""
-        return body.encode("utf-8"), header.encode("utf-8")
+        return body.encode("utf-8"), later.encode("utf-8")
 
     checked = _check(pieces, prepared.parsed.units.blocks, options, source)
     return [
@@ -107,6 +115,20 @@ def _csv_units(text: str, lines: list[str], field: str | None) -> tuple[str, lis
         return "", lines, starts
     cut = starts[1] if len(starts) > 1 else len(lines)
     return "".join(lines[:cut]), lines[cut:], [start - cut for start in starts[1:]]
+
+
+def _po_units(text: str, options: DocumentOptions) -> tuple[str, str, list[str], list[int]]:
+    """A po document's header entry as it is and as the format writes it (what goes in front of later shards),
+    its other lines (those polib counts) and the line index where each of their entries starts."""
+    lines = text.splitlines(keepends=True)
+    header_line, starts = entry_lines(text)
+    if header_line != 0:  # no header, or not first: nothing to put in front (the cut check merges if needed)
+        return "", "", lines, starts
+    cut = starts[0] if starts else len(lines)
+    header = "".join(lines[:cut])
+    written = render(parse(header, options), lambda sentences: sentences, options)
+    assert isinstance(written, str)
+    return header, written, lines[cut:], [start - cut for start in starts]
 
 
 def _unit_starts(lines: Sequence[str], format: str) -> list[int]:

@@ -171,6 +171,29 @@ def test_po_without_header_and_crlf_stays_byte_for_byte():
     )
 
 
+def test_po_placeholders_come_back_even_when_the_model_drops_them():
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="Delete %d files from {place}?"))  # no format flag: the likely placeholders
+    po.append(polib.POEntry(msgid="Hello %(name)s", flags=["python-format"]))
+    po.append(polib.POEntry(msgid="Take 100% sure steps {now}", flags=["no-python-brace-format"]))
+    options = DocumentOptions(format="po")
+    parsed = parse(po.__unicode__(), options)
+    assert [[m.tag.verbatim for m in b.marks] for b in parsed.units.blocks] == [["%d", "{place}"], ["%(name)s"], []]
+    out = render(parsed, lambda texts: [re.sub(r"%\(?\w*\)?[ds]|\{\w+\}", "", t).upper() for t in texts], options)
+    assert isinstance(out, str)
+    first, second, third = (e.msgstr for e in polib.pofile(out))
+    assert sorted(re.findall(r"%d|\{place\}", first)) == ["%d", "{place}"] and "DELETE" in first
+    assert second.count("%(name)s") == 1 and third == "TAKE 100% SURE STEPS "  # {now}: text here, dropped
+
+
+def test_po_text_naming_a_file_is_not_read_as_that_file(tmp_path):
+    """polib takes a string without a line break for a file name: a document is never read that way."""
+    other = tmp_path / "secret.po"
+    other.write_text('msgid "Where is the school?"\nmsgstr ""\n', encoding="utf-8")
+    with pytest.raises(DocumentError, match="not a gettext po file: Syntax error in po file"):
+        parse(str(other), DocumentOptions(format="po"))
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -222,13 +245,22 @@ def xliff12() -> bytes:
     s.text = "The "
     mrk = etree.SubElement(s, f"{{{NS1}}}mrk", mtype="protected")
     mrk.text, mrk.tail = "Enzh", " weather is nice today."
+    _, s = unit("6")
+    s.text = "I would like a cup of "
+    bpt = etree.SubElement(s, f"{{{NS1}}}bpt", id="1")
+    bpt.text, bpt.tail = "<b>", "coffee"
+    ept = etree.SubElement(s, f"{{{NS1}}}ept", id="1")
+    ept.text, ept.tail = "</b>", "."
     etree.indent(root)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8") + b"\n"
 
 
 def codes(element) -> list[tuple[str, dict]]:
     """The inline codes inside ``element``, in order, with their attributes and (for native codes) content."""
-    return [(e.tag, dict(e.attrib), e.text if e.tag.endswith("}ph") else None) for e in element.iterdescendants()]
+    return [
+        (e.tag, dict(e.attrib), e.text if e.tag.endswith(("}ph", "}bpt", "}ept")) else None)
+        for e in element.iterdescendants()
+    ]
 
 
 def words(element) -> str:
@@ -250,7 +282,7 @@ def test_xliff12_targets_with_inline_codes(tmp_path, translator):
     q = {"x": NS1}
     assert root.find("x:file", q).get("target-language") == "zh-CN"
     units = {u.get("id"): u for u in root.iterfind(".//x:trans-unit", q)}
-    for uid in ("1", "2", "5"):
+    for uid in ("1", "2", "5", "6"):
         unit = units[uid]
         source_el, target = unit[0], unit[1]
         assert target.tag == f"{{{NS1}}}target" and source_el.tag == f"{{{NS1}}}source"
@@ -260,6 +292,8 @@ def test_xliff12_targets_with_inline_codes(tmp_path, translator):
     assert words(units["2"][1]) == plain(translator, COFFEE)
     assert units["2"][2].tag == f"{{{NS1}}}note"  # the existing empty target was filled in place
     assert units["5"][1].find("x:mrk", q).text == "Enzh"
+    begin = units["6"][1].find("x:bpt", q)  # a begin/end pair of native codes: around words, not two points
+    assert re.fullmatch("[\u4e00-\u9fff]+", begin.tail) and begin.getnext().tag == f"{{{NS1}}}ept"
     assert units["3"][1].text == "学校在哪里？" and units["3"][1].get("state") is None
     assert len(units["4"]) == 1  # translate="no" on its group
     before = etree.fromstring(source.read_bytes())
@@ -304,6 +338,8 @@ def test_xliff20_segments_get_targets(translator):
         assert [child.tag.rsplit("}", 1)[1] for child in segment] == ["source", "target"]
         assert segment.get("state") == "translated" and segment.get("subState") == "enzh:mt"
         assert codes(segment[1]) == codes(segment[0]) and words(segment[1]) == plain(translator, text)
+    begin = second[1].find("x:sc", q)  # <sc id="3"/>coffee<ec startRef="3"/>: a span, placed on words
+    assert re.fullmatch("[\u4e00-\u9fff]+", begin.tail) and begin.getnext().get("startRef") == "3"
     assert kept.get("state") == "final" and kept[1].text == "学校在哪里？"
     assert root.find(".//x:ignorable", q) is not None
     quiet = translate_document(translator, xliff20(), format="xliff", beam_size=1, fuzzy=False)
@@ -312,7 +348,7 @@ def test_xliff20_segments_get_targets(translator):
 
 def test_xliff_without_work_comes_back_byte_for_byte():
     data = xliff12().replace(b'source-language="en"', b'source-language="en" target-language="zh-CN"')
-    data = re.sub(rb"<trans-unit id=\"[125]\">.*?</trans-unit>", b"", data, flags=re.DOTALL)
+    data = re.sub(rb"<trans-unit id=\"[1256]\">.*?</trans-unit>", b"", data, flags=re.DOTALL)
     options = DocumentOptions(format="xliff")
     parsed = parse(b"\xef\xbb\xbf" + data, options)
     assert parsed.units.blocks == [] and render(parsed, fake, options) == b"\xef\xbb\xbf" + data

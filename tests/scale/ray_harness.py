@@ -63,6 +63,20 @@ def write_tsv(path: Path, lines: list[str], header: bool = True) -> Path:
     return path
 
 
+def write_csv(path: Path, lines: list[str]) -> Path:
+    """CSV (the csv module's excel dialect: CRLF) where every fifth record's text runs over two lines (quoted)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["id", "text", "note"])
+    for i, line in enumerate(lines):
+        writer.writerow([i, f"{line}\n{lines[i - 1]}" if i % 5 == 2 else line, f"keep, {i}"])
+    path.write_text(buffer.getvalue(), encoding="utf-8", newline="")
+    return path
+
+
 def write_srt(path: Path, lines: list[str]) -> Path:
     """Subtitles where some sentences run over two or three cues (no final punctuation), across shard cuts."""
     blocks = []
@@ -80,6 +94,7 @@ WRITERS: dict[str, Callable[[Path, list[str]], Path]] = {
     "txt": write_txt,
     "jsonl": write_jsonl,
     "tsv": write_tsv,
+    "csv": write_csv,
     "srt": write_srt,
 }
 

@@ -55,6 +55,46 @@ def test_tsv_header_goes_with_every_shard(tmp_path):
     assert all(shard.header == b"id\ttext\tnote\n" for shard in shards[1:])
 
 
+def test_csv_shards_start_on_records_and_carry_the_header(tmp_path):
+    prepared = prepare(WRITERS["csv"](tmp_path / "in.csv", demo_lines(30)), tmp_path / "out.csv")
+    shards = cut(prepared, 4)
+    assert len(shards) == 8 and shards[0].data.startswith(b"id,text,note\r\n")
+    assert all(shard.header == b"id,text,note\r\n" for shard in shards[1:])
+    for number, shard in enumerate(shards[1:], start=1):  # each starts with its first record's id: no cut inside one
+        assert shard.data.startswith(f"{number * 4},".encode())
+    assert b"".join(shard.data for shard in shards) == prepared.data
+
+
+def test_po_shards_carry_the_header_as_written(tmp_path, translator):
+    """A template's header is filled in (Language, Plural-Forms) once, in the first shard; every later shard
+    gets it as written, so the plural forms resolve the same and it comes back unchanged."""
+    import polib
+
+    po = polib.POFile()
+    po.metadata = {"Language": "", "Plural-Forms": "nplurals=INTEGER; plural=EXPRESSION;"}
+    for i, line in enumerate(demo_lines(30)):
+        plural = {"msgid_plural": f"{line} %d", "msgstr_plural": {0: "", 1: ""}} if i % 6 == 3 else {}
+        po.append(polib.POEntry(msgid=line, occurrences=[("a.py", str(i))], flags=["c-format"], **plural))
+    source = tmp_path / "in.pot"
+    po.save(str(source))
+    expected = in_process(source, tmp_path / "ref.po", translator, beam_size=1)
+    prepared = prepare(source, tmp_path / "out.po", beam_size=1)
+    shards = cut(prepared, 7)
+    assert len(shards) == 5 and shards[0].header == b"" and b"Language: \\n" in shards[0].data
+    assert all(b"Language: zh_CN\\n" in s.header and b"nplurals=1;" in s.header for s in shards[1:])
+    assert joined(prepared, translator) == expected
+
+
+def test_xliff_is_one_shard(tmp_path):
+    source = tmp_path / "in.xlf"
+    source.write_bytes(
+        b'<xliff version="2.0" srcLang="en"><file id="f"><unit id="u"><segment><source>Hi there.'
+        b"</source></segment></unit></file></xliff>"
+    )
+    [shard] = cut(prepare(source, tmp_path / "out.xlf"), 1)
+    assert shard.data == source.read_bytes()
+
+
 def test_subtitle_cuts_move_past_sentences_that_run_over_cues(tmp_path):
     prepared = prepare(WRITERS["srt"](tmp_path / "in.srt", demo_lines(40)), tmp_path / "out.srt")
     shards = cut(prepared, 1)  # one block a shard, except where a sentence runs on into the next cue
