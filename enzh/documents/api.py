@@ -15,6 +15,7 @@ from enzh.documents.formats import Format, Units, get_format, resolve_format
 from enzh.documents.inline import SentenceTranslator, translate_blocks
 from enzh.documents.limits import check_blocks
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.glossary import Glossary
 from enzh.runtime.router import detect_script
 from enzh.runtime.segment import reading
 
@@ -86,6 +87,7 @@ def translate_document(
     target: str | None = None,
     convert: str | None = None,
     source: str = "en",
+    glossary: Glossary | None = None,
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
@@ -94,12 +96,18 @@ def translate_document(
     ``field``: the jsonl field or tsv column (default ``text``); ``beam_size``, ``target``: as
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
-    must be a model from it).
+    must be a model from it); ``glossary``: terms with a fixed translation (:class:`enzh.runtime.glossary.Glossary`).
     """
     from enzh.documents.sentences import SentenceEngine
 
     options = DocumentOptions(
-        format=resolve_format(format), field=field, beam_size=beam_size, target=target, convert=convert, source=source
+        format=resolve_format(format),
+        field=field,
+        beam_size=beam_size,
+        target=target,
+        convert=convert,
+        source=source,
+        glossary=glossary,
     )
     parsed = parse(data, options)
     return render(parsed, SentenceEngine(translator, options), options)

@@ -27,6 +27,7 @@ from enzh.documents.formats import resolve_format
 from enzh.documents.journal import Journal
 from enzh.documents.options import DocumentOptions
 from enzh.documents.sentences import CHUNK, SentenceEngine
+from enzh.runtime.glossary import Glossary
 
 if TYPE_CHECKING:
     from enzh.runtime.engine import Engine
@@ -61,6 +62,7 @@ def prepare(
     target: str | None = None,
     convert: str | None = None,
     source: str = "en",
+    glossary: Glossary | None = None,
 ) -> Prepared:
     """Check the paths and options and parse the input; every problem is one :class:`DocumentError`.
 
@@ -84,6 +86,7 @@ def prepare(
         target=target,
         convert=convert,
         source="en" if language == "auto" else language,
+        glossary=glossary,
     )
     try:
         data = path.read_bytes()

@@ -24,6 +24,8 @@ TBX is not read: no maintained, light library for it fits the runtime's dependen
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -176,6 +178,11 @@ class Glossary:
                 )
             )
         return cls(tuple(entries))
+
+    def fingerprint(self) -> str:
+        """Changes whenever the entries (terms, flags) do: what a journal of translations made with it keys on."""
+        rows = [[e.source, e.target, e.case_sensitive, e.inside_words] for e in self.entries]
+        return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
     def __bool__(self) -> bool:
         return bool(self.entries)
