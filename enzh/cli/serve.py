@@ -10,7 +10,12 @@ from enzh.serve.options import ServeOptions
 from enzh.serve.run import serve
 
 # ServeOptions fields whose flag is not ``--field-name`` (tests/serve/test_server_cli.py keeps the two in sync).
-FLAGS = {"model_dirs": "--model", "default_beam_size": "--beam-size", "batching": "--no-batching"}
+FLAGS = {
+    "model_dirs": "--model",
+    "default_beam_size": "--beam-size",
+    "batching": "--no-batching",
+    "glossaries": "--glossary",
+}
 # Flags that set no ServeOptions field: the Ray Serve deployment's (enzh.scale.options.ReplicaOptions).
 RAY_FLAGS = frozenset({"--ray", "--replicas", "--max-replicas"})
 # Fields set only by code that embeds the app (tests, benchmarks), never from the command line.
@@ -44,6 +49,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-beam-size", type=int, default=defaults.max_beam_size)
     p.add_argument("--drain-timeout-s", type=float, default=defaults.drain_timeout_s)
     p.add_argument("--no-batching", action="store_true", help="run requests one at a time (benchmark baseline)")
+    p.add_argument(
+        "--glossary",
+        action="append",
+        metavar="FILE",
+        help="terms with a fixed translation (TSV source<TAB>target[<TAB>flags], docs/quality.md) for every "
+        "request; once: for every model, or once per --model, in their order",
+    )
     # keys, limits, timeouts, CORS (docs/server.md "Keys and limits")
     p.add_argument("--api-keys", metavar="FILE", help="require a key of this `enzh keys` store (default: no keys)")
     p.add_argument("--req-limit", type=int, metavar="N", default=defaults.req_limit, help="requests/min per key")
@@ -94,10 +106,15 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         header_timeout_s=args.header_timeout_s,
         cors_origins=args.cors_origins,
         trusted_proxies=args.trusted_proxies,
+        glossaries=tuple(args.glossary or ()),
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    from enzh.runtime.glossary import Glossary
+
+    for path in args.glossary or ():
+        Glossary.read(path)  # a bad glossary fails here, naming its line, before any model loads
     replicas = replica_options(args.ray, args.replicas, args.max_replicas)
     if replicas is not None:
         from enzh.scale.serving import serve_on_ray

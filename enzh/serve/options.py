@@ -53,6 +53,9 @@ class ServeOptions:
     max_alternatives: int = 3  # most alternatives a request may ask for (at most beam size - 1 are found)
     download_ttl_s: float = 1800.0  # how long a file translated by /translate_file can be downloaded
     files_dir: str | None = None  # where those files are kept (None: a temporary directory of the process)
+    # Glossary files (enzh.runtime.glossary): one for every model, or one per model in the models' order; their
+    # terms are enforced in every request (a request's own glossary adds to them, its entries winning).
+    glossaries: tuple[str, ...] = ()
     warmup: bool = True
     handle_sigterm: bool = True  # drain on SIGTERM (only when serving from the main thread)
 
@@ -69,6 +72,16 @@ class ServeOptions:
         )
         repeated = sorted({d for d in self.model_dirs if self.model_dirs.count(d) > 1})
         require(not repeated, f"model_dirs names {', '.join(repeated)} more than once")
+        object.__setattr__(self, "glossaries", tuple(self.glossaries))
+        require(
+            all(isinstance(g, str) and g for g in self.glossaries),
+            f"glossaries must be glossary files (non-empty strings), got {self.glossaries!r}",
+        )
+        models = len(self.models) or 2  # (none given: the embedded pair)
+        require(
+            len(self.glossaries) in (0, 1, models),
+            f"give one glossary for every model or one per model ({models}), got {len(self.glossaries)}",
+        )
         positive = (
             "workers",
             "max_chars_per_text",
