@@ -5,7 +5,9 @@ several times. Each text goes to the model of its language (``--source auto``, t
 
 ``--scores`` and ``--alignments`` add tab-separated columns after each translation, in this order: the score
 (:mod:`enzh.runtime.confidence`, 4 decimals) and its flags (comma-separated, ``-`` for none), then the word
-alignment in Pharaoh format (``0-0 1-2``: source word - translated word, :mod:`enzh.runtime.words`)."""
+alignment in Pharaoh format (``0-0 1-2``: source word - translated word, :mod:`enzh.runtime.words`).
+
+``--glossary FILE``: terms with a fixed translation (:mod:`enzh.runtime.glossary`), enforced in decoding."""
 
 from __future__ import annotations
 
@@ -51,13 +53,21 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="print each translation's word alignment in Pharaoh format (0-0 1-2 ...) after a tab",
     )
+    p.add_argument(
+        "--glossary",
+        metavar="FILE",
+        help="terms with a fixed translation: a UTF-8 TSV file of source<TAB>target[<TAB>flags] lines (flags: "
+        "case-sensitive, inside-words; docs/quality.md); each source term found gets its target once per occurrence",
+    )
     p.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0 = all cores)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from enzh.runtime.glossary import Glossary
     from enzh.runtime.router import Translators
 
+    glossary = Glossary.read(args.glossary) if args.glossary else None  # a bad file fails before loading models
     translators = Translators.load(args.model, intra_op_threads=args.threads)
     texts = args.texts if args.texts else [line.rstrip("\n") for line in sys.stdin]
     outputs = translators.translate_detailed(
@@ -67,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         target=args.target,
         source=args.source,
         alignments=args.alignments,
+        glossary=glossary,
     )
     for translation in outputs:
         print("\t".join(columns(translation, scores=args.scores, alignments=args.alignments)))

@@ -81,6 +81,12 @@ def add_parser(sub: Any) -> None:
         help="also write a JSON report of the lowest-scoring units (score, flags, unit number and input line) to "
         "FILE (docs/quality.md); not with --ray",
     )
+    p.add_argument(
+        "--glossary",
+        metavar="FILE",
+        help="terms with a fixed translation: a UTF-8 TSV file of source<TAB>target[<TAB>flags] lines (flags: "
+        "case-sensitive, inside-words; docs/quality.md); each source term found gets its target once per occurrence",
+    )
     p.add_argument("--workers", type=positive_int, help="with --ray: worker actors, each with its own model (1)")
     p.add_argument("--threads-per-worker", type=positive_int, help="with --ray: CPUs (ONNX Runtime threads) each (1)")
     p.add_argument(
@@ -93,11 +99,13 @@ def run(args: argparse.Namespace) -> int:
     from enzh.documents.errors import DocumentError
     from enzh.documents.files import Prepared, finish, prepare
     from enzh.runtime.default_model import DEMO_DIR
+    from enzh.runtime.glossary import Glossary
     from enzh.runtime.router import Translators
 
     scale = corpus_options(args.ray, args.workers, args.threads_per_worker, args.shard_size)
     if scale is not None and args.report is not None:
         raise DocumentError("--report is not available with --ray (its workers do not return scores)")
+    glossary = Glossary.read(args.glossary) if args.glossary else None
 
     def prepared_as(source: str) -> Prepared:
         return prepare(
@@ -111,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             source=source,
             fuzzy=args.fuzzy,
             retranslate=args.retranslate,
+            glossary=glossary,
         )
 
     prepared = prepared_as(args.source)  # bad paths and options fail before any model is loaded

@@ -15,6 +15,7 @@ from enzh.documents.formats import Format, Units, get_format, resolve_format
 from enzh.documents.inline import SentenceTranslator, translate_blocks
 from enzh.documents.limits import check_blocks
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.glossary import Glossary
 from enzh.runtime.router import detect_script
 from enzh.runtime.segment import reading
 
@@ -91,6 +92,7 @@ def translate_document(
     source: str = "en",
     fuzzy: bool = True,
     retranslate: bool = False,
+    glossary: Glossary | None = None,
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
@@ -102,6 +104,7 @@ def translate_document(
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
     must be a model from it); ``fuzzy`` (po, xliff): mark machine translations as needing review;
     ``retranslate`` (po, xliff): translate entries that already have a translation too.
+    must be a model from it); ``glossary``: terms with a fixed translation (:class:`enzh.runtime.glossary.Glossary`).
     """
     from enzh.documents.sentences import SentenceEngine
 
@@ -114,6 +117,7 @@ def translate_document(
         source=source,
         fuzzy=fuzzy,
         retranslate=retranslate,
+        glossary=glossary,
     )
     parsed = parse(data, options)
     return render(parsed, SentenceEngine(translator, options), options)

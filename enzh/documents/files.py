@@ -27,6 +27,7 @@ from enzh.documents.formats import resolve_format
 from enzh.documents.journal import Journal
 from enzh.documents.options import DocumentOptions
 from enzh.documents.sentences import CHUNK, SentenceEngine
+from enzh.runtime.glossary import Glossary
 
 if TYPE_CHECKING:
     from enzh.runtime.engine import Engine
@@ -63,6 +64,7 @@ def prepare(
     source: str = "en",
     fuzzy: bool = True,
     retranslate: bool = False,
+    glossary: Glossary | None = None,
 ) -> Prepared:
     """Check the paths and options and parse the input; every problem is one :class:`DocumentError`.
 
@@ -88,6 +90,7 @@ def prepare(
         source="en" if language == "auto" else language,
         fuzzy=fuzzy,
         retranslate=retranslate,
+        glossary=glossary,
     )
     try:
         data = path.read_bytes()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from enzh.documents.formats import FORMAT_NAMES
 from enzh.runtime.errors import require
+from enzh.runtime.glossary import Glossary
 
 CONVERSIONS = ("s2t", "s2tw", "s2twp", "s2hk")  # OpenCC configurations (docs/documents.md)
 TARGETS = ("zh-Hans", "zh-Hant", "en")
@@ -22,7 +23,8 @@ class DocumentOptions:
     no conversion); ``source``: the document's language (en: pieces with Latin letters are translated, the rest
     kept; zh: pieces with Han characters); po and xliff only: ``fuzzy`` marks each machine translation as
     needing review (po: the ``fuzzy`` flag; XLIFF: its state), ``retranslate`` translates entries that already
-    have a translation too (by default they are kept)."""
+    have a translation too (by default they are kept); ``glossary``: terms with a fixed translation
+    (:mod:`enzh.runtime.glossary`)."""
 
     format: str
     field: str | None = None
@@ -32,6 +34,7 @@ class DocumentOptions:
     source: str = "en"
     fuzzy: bool = True
     retranslate: bool = False
+    glossary: Glossary | None = None
 
     def __post_init__(self) -> None:
         require(self.format in FORMAT_NAMES, f"unknown format {self.format!r}; accepted: {', '.join(FORMAT_NAMES)}")
@@ -56,6 +59,10 @@ class DocumentOptions:
         )
         require(self.source in SOURCES, f"unknown source {self.source!r}; accepted: {', '.join(SOURCES)}")
         require(
+            self.glossary is None or isinstance(self.glossary, Glossary),
+            f"glossary must be a Glossary (Glossary.read(path)) or None, got {type(self.glossary).__name__}",
+        )
+        require(
             self.convert is None or self.source == "en",
             "convert turns Chinese output into Traditional characters; a document translated from Chinese has none",
         )
@@ -67,7 +74,7 @@ class DocumentOptions:
 
     def key(self) -> dict[str, object]:
         """Everything that changes the output (the journal's key)."""
-        return {
+        key: dict[str, object] = {
             "format": self.format,
             "field": self.field,
             "beam_size": self.beam_size,
@@ -77,3 +84,6 @@ class DocumentOptions:
             "fuzzy": self.fuzzy,
             "retranslate": self.retranslate,
         }
+        if self.glossary:  # (only when given: journals written without one stay valid)
+            key["glossary"] = self.glossary.fingerprint()
+        return key

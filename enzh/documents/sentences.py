@@ -71,9 +71,11 @@ class SentenceEngine:
         options = self.options
         # The document's language: a multilingual model is told it (a Marian model has one source and ignores it).
         beam, target, source = options.beam_size, options.target, options.source
-        if not self.scores:
+        if not self.scores and not options.glossary:
             return self.translator.translate(chunk, beam_size=beam, target=target, source=source)
-        found = self.translator.translate_detailed(chunk, beam_size=beam, target=target, source=source)
+        # (the glossary only when there is one: stand-ins without the keyword keep working)
+        extra: dict[str, Any] = {"glossary": options.glossary} if options.glossary else {}
+        found = self.translator.translate_detailed(chunk, beam_size=beam, target=target, source=source, **extra)
         for sentence, translation in zip(chunk, found, strict=True):
             if translation.confidence is not None:
                 self.confidence[sentence] = translation.confidence

@@ -24,6 +24,8 @@ TBX is not read: no maintained, light library for it fits the runtime's dependen
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -177,6 +179,11 @@ class Glossary:
             )
         return cls(tuple(entries))
 
+    def fingerprint(self) -> str:
+        """Changes whenever the entries (terms, flags) do: what a journal of translations made with it keys on."""
+        rows = [[e.source, e.target, e.case_sensitive, e.inside_words] for e in self.entries]
+        return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
     def __bool__(self) -> bool:
         return bool(self.entries)
 
@@ -210,6 +217,17 @@ class Glossary:
         return tuple(Term(target, count, origins[target]) for target, count in counts.items())
 
 
+def combine(base: Glossary | None, extra: Glossary | None) -> Glossary | None:
+    """``base`` with ``extra``'s entries added, an entry of ``extra`` replacing one of ``base`` with the same source
+    term (a server's glossary and a request's own); None when both are None."""
+    if base is None or not base:
+        return extra
+    if extra is None or not extra:
+        return base
+    keys = {entry.key for entry in extra.entries}
+    return Glossary(tuple(e for e in base.entries if e.key not in keys) + extra.entries)
+
+
 def as_glossary(value: object) -> Glossary | None:
     """A caller's glossary: None, a :class:`Glossary`, a mapping of source to target, or a file path."""
     if value is None or isinstance(value, Glossary):
@@ -224,4 +242,4 @@ def as_glossary(value: object) -> Glossary | None:
     )
 
 
-__all__ = ["FLAGS", "Entry", "Glossary", "GlossaryError", "Term", "as_glossary"]
+__all__ = ["FLAGS", "Entry", "Glossary", "GlossaryError", "Term", "as_glossary", "combine"]

@@ -187,10 +187,11 @@ class Translators:
         target: str | None = None,
         beam_size: int | None = None,
         max_new_tokens: int | None = None,
+        glossary: Glossary | Mapping[str, str] | None = None,
     ) -> list[str]:
         """One translation per text, in order (see :meth:`translate_detailed`)."""
         found = self.translate_detailed(
-            texts, source=source, target=target, beam_size=beam_size, max_new_tokens=max_new_tokens
+            texts, source=source, target=target, beam_size=beam_size, max_new_tokens=max_new_tokens, glossary=glossary
         )
         return [t.text for t in found]
 

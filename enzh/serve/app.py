@@ -44,6 +44,7 @@ from enzh.serve.schemas import (
     TranslateResponse,
     error_responses,
     json_body,
+    request_glossary,
     request_models,
 )
 from enzh.serve.service import Service, Target
@@ -160,6 +161,7 @@ def _add_translate_routes(app: FastAPI, service: Service, modes: Modes, models: 
             alternatives=body.alternatives or 0,
             scores=body.scores,
             alignments=body.alignments,
+            glossary=request_glossary(body.glossary),
         )
         payload: dict[str, Any] = {
             "translations": answer.translations,

@@ -50,6 +50,7 @@ from enzh.serve.libre_request import (
 )
 from enzh.serve.modes import Modes
 from enzh.serve.quality import score_payload, scores_of
+from enzh.serve.schemas import glossary_field
 from enzh.serve.service import SCRIPTS, Service, Target
 from enzh.serve.uploads import document_source, file_format, supported_formats
 
@@ -110,6 +111,7 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
         alternatives = alternatives_of(fields, options.max_alternatives)
         try:
             scores = scores_of(fields.get("scores"))  # an enzh extension: the page's low-confidence mark
+            glossary = glossary_field(fields.get("glossary"))  # an enzh extension: terms with a fixed translation
         except ValueError as exc:
             raise LibreError(400, f"Invalid request: {exc}") from None
         if service.router is None:
@@ -133,7 +135,15 @@ def _add_translate(app: FastAPI, service: Service, modes: Modes) -> None:
                 found_routes[language] = _route(service, fields, language, target, where)
             routes.append(found_routes[language])
         result = await modes.translate_routed(
-            request, texts, routes, beam_size=None, arrived=arrived, html=html, alternatives=alternatives, scores=scores
+            request,
+            texts,
+            routes,
+            beam_size=None,
+            arrived=arrived,
+            html=html,
+            alternatives=alternatives,
+            scores=scores,
+            glossary=glossary,
         )
         payload: dict[str, Any] = {"translatedText": result.translations if many else result.translations[0]}
         if detected is not None:

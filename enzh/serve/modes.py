@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +36,7 @@ from enzh.documents.html import FORMAT as HTML
 from enzh.documents.inline import translate_blocks
 from enzh.documents.options import DocumentOptions
 from enzh.runtime.engine import Translation
+from enzh.runtime.glossary import Glossary, GlossaryError, combine
 from enzh.runtime.router import unchanged
 from enzh.runtime.segment import reading
 from enzh.serve.errors import ApiError
@@ -82,8 +83,12 @@ class SchedulerSentences:
         beam_size: int,
         deadline: float | None,
         request: Request | None = None,
+        glossary: Glossary | None = None,
     ) -> None:
         self.service = service
+        # Sentences holding one of its terms are decoded with it (on this thread: the constrained search is not
+        # part of the shared batches), the others through the scheduler.
+        self.glossary = glossary
         self.loop = loop
         self.route = route
         self.beam_size = beam_size
@@ -98,6 +103,24 @@ class SchedulerSentences:
     def __call__(self, sentences: list[str]) -> list[str]:
         unique = list(dict.fromkeys(sentences))
         known: dict[str, str] = {}
+        glossary = self.glossary
+        if glossary:
+            held = [s for s in unique if glossary.matches(s)]
+            if held:
+                engine = self.route.model.engine
+                assert engine is not None
+                found = _glossary_call(
+                    lambda: engine.translate_detailed(
+                        held,
+                        beam_size=self.beam_size,
+                        target=self.route.token,
+                        source=self.route.source,
+                        glossary=glossary,
+                    )
+                )
+                known.update((s, t.text) for s, t in zip(held, found, strict=True))
+                self.sentences += sum(t.parts for t in found)
+                unique = [s for s in unique if s not in known]
         for chunk in _chunks(unique, CHUNK, self.service.options.max_request_chars):
             deadline = self.deadline
             if deadline is None:
@@ -125,6 +148,14 @@ def _chunks(sentences: list[str], size: int, max_chars: int) -> Iterator[list[st
         chars += len(sentence)
     if chunk:
         yield chunk
+
+
+def _glossary_call(work: Callable[[], Any]) -> Any:
+    """``work()``, a glossary term the model cannot write answered as a 422."""
+    try:
+        return work()
+    except GlossaryError as exc:
+        raise ApiError(422, "invalid_glossary", str(exc)) from None
 
 
 def translate_markup(texts: Sequence[str], translate: Any, source: str = "en") -> list[str]:
@@ -174,19 +205,24 @@ class Modes:
         alternatives: int = 0,
         scores: bool = False,
         alignments: bool = False,
+        glossary: Glossary | None = None,
     ) -> Result:
         """Translate ``texts`` with the model of ``route`` (HTML when ``html``), with up to ``alternatives``
         alternatives per text (HTML has none); due ``request_timeout_s`` after ``arrived`` (monotonic).
         ``scores``/``alignments`` add each text's :class:`Translation` (its confidence, and its word alignment when
         ``alignments`` and the model has an aligner). Scores alone come from the shared batches' own hypotheses;
         alignments take the n-best path (a detailed translation on a worker thread of its own). HTML has neither:
-        its Translations carry None."""
+        its Translations carry None. ``glossary``: the request's own, added to the model's (ServeOptions.glossaries);
+        texts holding one of their terms are translated outside the shared batches (the n-best path; HTML: those
+        sentences), with the constrained search."""
         service = self.service
         beam = beam_size or route.model.default_beam
         none: list[list[str]] | None = [[] for _ in texts] if alternatives > 0 else None
         # A model without an aligner answers its alignments as null (a schema-valid request is never refused).
         aligned = alignments and route.model.engine is not None and route.model.engine.info.has_aligner
-        if not html and not aligned and (alternatives == 0 or beam == 1):
+        terms = combine(route.model.glossary, glossary)
+        held = terms if terms and any(terms.matches(text) for text in texts) else None
+        if not html and not aligned and (alternatives == 0 or beam == 1) and held is None:
             answer = await service.handle(request, texts, route=route, beam_size=beam, arrived=arrived, scores=scores)
             details = None
             if scores or alignments:
@@ -201,7 +237,7 @@ class Modes:
             if html:
                 loop = asyncio.get_running_loop()
                 sentences = SchedulerSentences(
-                    service, loop, route=route, beam_size=beam, deadline=deadline, request=request
+                    service, loop, route=route, beam_size=beam, deadline=deadline, request=request, glossary=held
                 )
                 source = route.direction[0] if route.direction else "en"
                 outputs = await loop.run_in_executor(self._pool("markup"), translate_markup, texts, sentences, source)
@@ -209,7 +245,7 @@ class Modes:
                 unscored = [Translation(text=t, token_ids=(), scores=(), parts=0) for t in outputs]
             else:
                 outputs, found, count, timing, details = await self._nbest_texts(
-                    texts, route, beam, alternatives, deadline, alignments=aligned
+                    texts, route, beam, alternatives, deadline, alignments=aligned, glossary=held
                 )
                 found = found if alternatives > 0 else None
                 return Result(outputs, found, count, {**timing, "total": _since(arrived)}, beam, details)
@@ -228,6 +264,7 @@ class Modes:
         alternatives: int = 0,
         scores: bool = False,
         alignments: bool = False,
+        glossary: Glossary | None = None,
     ) -> Routed:
         """Each text translated with the model of its route (None: answered as it is), each model's texts in one
         call, the calls concurrent; the answers in the order of ``texts``."""
@@ -246,6 +283,7 @@ class Modes:
                 alternatives=alternatives,
                 scores=scores,
                 alignments=alignments,
+                glossary=glossary,
             )
             for members in groups.values()
         ]
@@ -274,7 +312,15 @@ class Modes:
         return Routed(outputs, found, sum(r.sentences for r in results), timing, beam, kept, models)
 
     async def _nbest_texts(
-        self, texts: list[str], route: Target, beam: int, alternatives: int, deadline: float, *, alignments: bool
+        self,
+        texts: list[str],
+        route: Target,
+        beam: int,
+        alternatives: int,
+        deadline: float,
+        *,
+        alignments: bool,
+        glossary: Glossary | None = None,
     ) -> tuple[list[str], list[list[str]], int, dict[str, float], list[Translation]]:
         service = self.service
         engine = route.model.engine
@@ -284,6 +330,11 @@ class Modes:
         submitted = time.monotonic()
         started: list[float] = []
 
+        # only when asked: stand-ins without the keywords keep working
+        extra: dict[str, Any] = {"alignments": True} if alignments else {}
+        if glossary:
+            extra["glossary"] = glossary
+
         def work() -> list[Any]:
             started.append(time.monotonic())
             found = engine.translate_detailed(
@@ -292,14 +343,15 @@ class Modes:
                 target=route.token,
                 alternatives=count if alternatives > 0 else None,
                 source=route.source,
-                # only when asked: stand-ins without the keyword keep working
-                **({"alignments": True} if alignments else {}),
+                **extra,
             )
             return list(found)
 
         future = asyncio.wrap_future(self._pool("nbest").submit(work))
         try:
             translations = await asyncio.wait_for(future, timeout=max(0.0, deadline - time.monotonic()))
+        except GlossaryError as exc:  # a term the model cannot write
+            raise ApiError(422, "invalid_glossary", str(exc)) from None
         except TimeoutError:
             service.metrics.rejections.labels(reason="timeout").inc()
             raise ApiError(

@@ -113,6 +113,17 @@ class ServeOptions:
     )
     # where those files are kept (None: a temporary directory of the process; run.serve sets it for workers)
     files_dir: str | None = option(None, "where translated files are kept", flag=None)
+    # Glossary files (enzh.runtime.glossary): one for every model, or one per model in the models' order; their
+    # terms are enforced in every request (a request's own glossary adds to them, its entries winning).
+    glossaries: tuple[str, ...] = option(
+        (),
+        "terms with a fixed translation (TSV source<TAB>target[<TAB>flags], docs/quality.md) for every request; "
+        "once: for every model, or once per --model, in their order",
+        flag="--glossary",
+        metavar="FILE",
+        default_text="none",
+        group=MODELS,
+    )
     warmup: bool = option(True, "translate one sentence per model before /readyz says ready", flag=None)
     handle_sigterm: bool = option(True, "drain on SIGTERM (only when serving from the main thread)", flag=None)
 
@@ -129,6 +140,16 @@ class ServeOptions:
         )
         repeated = sorted({d for d in self.model_dirs if self.model_dirs.count(d) > 1})
         require(not repeated, f"model_dirs names {', '.join(repeated)} more than once")
+        object.__setattr__(self, "glossaries", tuple(self.glossaries))
+        require(
+            all(isinstance(g, str) and g for g in self.glossaries),
+            f"glossaries must be glossary files (non-empty strings), got {self.glossaries!r}",
+        )
+        models = len(self.models) or 2  # (none given: the embedded pair)
+        require(
+            len(self.glossaries) in (0, 1, models),
+            f"give one glossary for every model or one per model ({models}), got {len(self.glossaries)}",
+        )
         positive = (
             "workers",
             "max_chars_per_text",

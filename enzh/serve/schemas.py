@@ -6,12 +6,21 @@ the OpenAPI schema shows them); response models do not depend on options.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
+from enzh.runtime.glossary import Glossary, GlossaryError
+from enzh.serve.errors import ApiError
 from enzh.serve.options import ServeOptions
+
+# Most entries a request's own glossary may hold, and the longest term.
+MAX_GLOSSARY_ENTRIES = 1000
+MAX_GLOSSARY_TERM = 200
+Term = Annotated[str, StringConstraints(min_length=1, max_length=MAX_GLOSSARY_TERM)]
+GlossaryMap = Annotated[dict[Term, Term], Field(max_length=MAX_GLOSSARY_ENTRIES)]
 
 # /v1's languages: what a source and a target may be (each direction needs a loaded model of it).
 SOURCES = ("auto", "en", "zh", "zh-Hans", "zh-Hant")
@@ -119,8 +128,47 @@ def request_models(options: ServeOptions) -> RequestModels:
         alignments: bool = Field(
             False, description="also answer each translation's word alignment (format text, a model with an aligner)"
         )
+        glossary: GlossaryMap | None = Field(
+            None,
+            description="terms with a fixed translation, {source term: target term}: each source term found (whole "
+            "words, case ignored) gets its target in the translation once per occurrence, placed by the model; "
+            "added to the server's glossary (docs/quality.md)",
+        )
 
     return RequestModels(translate=TranslateRequest)
+
+
+def glossary_field(value: Any) -> Glossary | None:
+    """The LibreTranslate extension field ``glossary``: a JSON object of source term to target term, or (a form)
+    that object as a JSON string; None when absent or empty. ``ValueError`` naming what is wrong."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("glossary must be a JSON object of source term to target term") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError("glossary must be a JSON object of source term to target term (strings)")
+    if len(value) > MAX_GLOSSARY_ENTRIES or any(len(t) > MAX_GLOSSARY_TERM for pair in value.items() for t in pair):
+        raise ValueError(
+            f"glossary may hold at most {MAX_GLOSSARY_ENTRIES} entries of at most {MAX_GLOSSARY_TERM} characters"
+        )
+    try:
+        return Glossary.from_mapping(value, origin="glossary") if value else None
+    except GlossaryError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def request_glossary(mapping: dict[str, str] | None) -> Glossary | None:
+    """A request's glossary field as a :class:`Glossary` (None when absent or empty); a 422 naming the entry for
+    a bad one."""
+    if not mapping:
+        return None
+    try:
+        return Glossary.from_mapping(mapping, origin="glossary")
+    except GlossaryError as exc:
+        raise ApiError(422, "invalid_glossary", str(exc)) from None
 
 
 # -- OpenAPI -----------------------------------------------------------------------------------------------

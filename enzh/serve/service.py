@@ -23,6 +23,7 @@ from starlette.requests import Request
 from enzh.runtime.confidence import UNCHANGED, Confidence
 from enzh.runtime.default_model import default_model_dirs
 from enzh.runtime.engine import Engine
+from enzh.runtime.glossary import Glossary
 from enzh.runtime.router import Translators, base_language
 from enzh.serve.errors import ApiError
 from enzh.serve.metrics import Metrics, ModelObserver
@@ -45,6 +46,7 @@ class Model:
     engine: Engine | None = None
     scheduler: Scheduler | None = None
     default_beam: int = 1
+    glossary: Glossary | None = None  # the server's glossary for this model (ServeOptions.glossaries)
 
     @property
     def label(self) -> str:
@@ -153,6 +155,12 @@ class Service:
             for model in self.models:
                 if model.engine is None:
                     model.engine = await loop.run_in_executor(None, self._load, model.directory)
+            files = self.options.glossaries
+            if files and len(files) not in (1, len(self.models)):
+                raise ValueError(f"{len(files)} glossaries for {len(self.models)} models: give one, or one per model")
+            for i, model in enumerate(self.models):
+                if files:
+                    model.glossary = Glossary.read(files[0] if len(files) == 1 else files[i])
             self.router = Translators([self._engine_of(model) for model in self.models])
             self._warn_shadowed()
             for model in self.models:

@@ -49,6 +49,8 @@ def _other_value(field: dataclasses.Field, default: object) -> object:
         return not default
     if field.name == "model_dirs":
         return ("some/model",)
+    if field.name == "glossaries":
+        return ("terms.tsv",)
     if field.name == "host":
         return "0.0.0.0"
     if field.name == "default_beam_size":
