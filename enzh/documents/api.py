@@ -103,8 +103,8 @@ def translate_document(
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
     must be a model from it); ``fuzzy`` (po, xliff): mark machine translations as needing review;
-    ``retranslate`` (po, xliff): translate entries that already have a translation too.
-    must be a model from it); ``glossary``: terms with a fixed translation (:class:`enzh.runtime.glossary.Glossary`).
+    ``retranslate`` (po, xliff): translate entries that already have a translation too; ``glossary``: terms with
+    a fixed translation (:class:`enzh.runtime.glossary.Glossary`).
     """
     from enzh.documents.sentences import SentenceEngine
 
