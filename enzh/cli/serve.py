@@ -45,7 +45,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
 def run(args: argparse.Namespace) -> int:
     from enzh.runtime.glossary import Glossary
 
-    for path in args.glossary or ():
+    for path in getattr(args, "glossaries", ()):
         Glossary.read(path)  # a bad glossary fails here, naming its line, before any model loads
     replicas = replica_options(args.ray, args.replicas, args.max_replicas)
     if replicas is not None:
