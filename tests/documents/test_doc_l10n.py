@@ -161,6 +161,34 @@ def test_po_plural_forms_follow_the_header():
         parse(text, DocumentOptions(format="po", target="zh-Hans"))
 
 
+def test_po_from_chinese_gets_english_plural_forms(tmp_path):
+    from enzh.runtime.default_model import DEMO_ZH_EN_DIR
+
+    po = polib.POFile()
+    po.metadata = {"Language": "", "Content-Type": "text/plain; charset=UTF-8"}
+    po.append(polib.POEntry(msgid="学校在哪里？", msgid_plural="%d 所学校在哪里？", msgstr_plural={0: ""}))
+    source, output = tmp_path / "zh.pot", tmp_path / "en.po"
+    po.save(str(source))
+    assert cli(str(source), str(output)) == 0  # --source auto: Chinese, so the zh->en demo model
+    after = polib.pofile(str(output))
+    zh_en = Translator.load(DEMO_ZH_EN_DIR)
+
+    def english(text: str) -> str:
+        out = translate_document(zh_en, text, format="txt", beam_size=1, source="zh")
+        assert isinstance(out, str)
+        return out
+
+    assert after.metadata["Language"] == "en" and after.metadata["Plural-Forms"] == "nplurals=2; plural=(n != 1);"
+    [entry] = after
+    assert entry.msgstr_plural[0] == english("学校在哪里？") and entry.msgstr_plural[1].count("%d") == 1
+
+
+def test_po_for_the_other_script_is_refused_without_a_target(tmp_path, capsys):
+    data = b'msgid ""\nmsgstr "Language: zh_TW\\n"\n\nmsgid "Where is the school?"\nmsgstr ""\n'
+    error = refused(tmp_path, capsys, "zh_TW.po", data)  # the run writes zh-CN unless told --target zh-Hant
+    assert error.endswith("translate it with --target zh-Hant (or --convert s2tw, s2hk) or a file meant for zh-CN")
+
+
 def test_po_without_header_and_crlf_stays_byte_for_byte():
     text = '#: a.py:1\r\nmsgid "Where is the school?"\r\nmsgstr ""\r\n\r\nmsgid "Kept."\r\nmsgstr "留"'
     options = DocumentOptions(format="po")
