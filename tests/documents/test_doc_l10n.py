@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import sys
 
 import polib
 import pytest
@@ -469,3 +470,13 @@ def test_csv_dialect_and_quoting_are_kept(translator):
 )
 def test_csv_bad_files_are_refused(tmp_path, capsys, data, args, message):
     assert message in refused(tmp_path, capsys, "bad.csv", data, *args)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "data"), [("a.po", "polib", b'msgid "Hi"\nmsgstr ""\n'), ("a.xlf", "lxml", b"<x/>")]
+)
+def test_without_the_documents_extra_the_error_names_it(tmp_path, capsys, monkeypatch, name, module, data):
+    for hidden in (module, f"{module}.etree"):
+        monkeypatch.setitem(sys.modules, hidden, None)  # as if not installed
+    error = refused(tmp_path, capsys, name, data)
+    assert error.endswith(f"needs {module}, which is not installed: pip install 'enzh-onnx[documents]'")
