@@ -332,6 +332,24 @@ def test_xliff12_targets_with_inline_codes(tmp_path, translator):
     assert b'</source>\n        <target state="needs-review-translation"' in output.read_bytes()
 
 
+def test_xliff12_seg_source_markers_come_back_around_each_sentence(translator):
+    root = etree.Element(f"{{{NS1}}}xliff", version="1.2", nsmap={None: NS1})
+    file = etree.SubElement(root, f"{{{NS1}}}file", {"source-language": "en", "datatype": "plaintext", "original": "a"})
+    unit = etree.SubElement(etree.SubElement(file, f"{{{NS1}}}body"), f"{{{NS1}}}trans-unit", id="1")
+    etree.SubElement(unit, f"{{{NS1}}}source").text = f"{WEATHER} {SCHOOL}"
+    segments = etree.SubElement(unit, f"{{{NS1}}}seg-source")
+    for mid, sentence in (("1", WEATHER), ("2", SCHOOL)):
+        mrk = etree.SubElement(segments, f"{{{NS1}}}mrk", mtype="seg", mid=mid)
+        mrk.text, mrk.tail = sentence, " " if mid == "1" else None
+    out = translate_document(translator, etree.tostring(root), format="xliff", beam_size=1)
+    target = etree.fromstring(out).find(".//{*}target")
+    assert target.getprevious().tag == f"{{{NS1}}}seg-source"
+    assert [(m.get("mid"), m.text) for m in target] == [
+        ("1", plain(translator, WEATHER)),
+        ("2", plain(translator, SCHOOL)),
+    ]
+
+
 def xliff20() -> bytes:
     root = etree.Element(f"{{{NS2}}}xliff", version="2.0", srcLang="en", nsmap={None: NS2})
     file = etree.SubElement(root, f"{{{NS2}}}file", id="f")
