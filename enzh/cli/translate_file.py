@@ -7,7 +7,7 @@ from typing import Any
 
 from enzh.cli.common import positive_int
 from enzh.documents.formats import EXTENSIONS, FORMAT_NAMES
-from enzh.documents.options import CONVERSIONS, SOURCES, TARGETS
+from enzh.documents.options import CONVERSIONS, L10N_FORMATS, SOURCES, TARGETS
 from enzh.scale.options import corpus_options
 
 
@@ -107,20 +107,25 @@ def run(args: argparse.Namespace) -> int:
         raise DocumentError("--report is not available with --ray (its workers do not return scores)")
     glossary = Glossary.read(args.glossary) if args.glossary else None
 
-    def prepared_as(source: str) -> Prepared:
-        return prepare(
+    def prepared_as(source: str, target: str | None = args.target) -> Prepared:
+        found = prepare(
             args.input,
             args.output,
             format=args.format,
             field=args.field,
             beam_size=args.beam_size,
-            target=args.target,
+            target=target,
             convert=args.convert,
             source=source,
             fuzzy=args.fuzzy,
             retranslate=args.retranslate,
             glossary=glossary,
         )
+        if target is None and found.options.format in L10N_FORMATS:
+            # A po/XLIFF file names its target language: name the one this run writes, so that a file for
+            # another one (or the other Chinese script) is refused (enzh.documents.locales).
+            return prepared_as(found.options.source, "en" if found.options.source == "zh" else "zh-Hans")
+        return found
 
     prepared = prepared_as(args.source)  # bad paths and options fail before any model is loaded
     translators = Translators.load(args.model)

@@ -1,9 +1,10 @@
 """The language a localisation file is translated into, as its own headers name it (gettext po, XLIFF).
 
 A po file's ``Language`` header and an XLIFF file's target language say what language its translations are in.
-enzh fills them in when they are empty. When the run names its target (``--target`` or ``--convert``; the
-service always names one), a file that names another language (or the other Chinese script) is refused, since
-filling it would mix two languages in one file; a run that names none keeps the file's language as it is.
+enzh fills them in when they are empty. When the run names its target (``target`` or ``convert``; the command
+line and the service always name one), a file that names another language (or the other Chinese script) is
+refused, since filling it would mix two languages in one file; a run that names none (a Python call without
+``target``, the service reading a file to detect its language) keeps the file's language as it is.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 XLIFF 1.x (``<trans-unit>``: ``<source>``, ``<target>``) and 2.x (``<unit>``, ``<segment>``: ``<source>``,
 ``<target>``) are told apart by the root's ``version``. A source is translated when its unit is not
 ``translate="no"`` (on it or a group or file around it) and it has no target with content (``retranslate``:
-those too). The target is written where XLIFF puts it (1.x: after ``<source>`` or ``<seg-source>``; 2.x: after
-``<source>`` in its segment), indented like the source, and marked as machine output: 1.x
+those too). A 1.x ``<seg-source>`` is translated in place of its ``<source>``: its ``<mrk mtype="seg">``
+sentence markers come back in the target, each around its sentence's translation. The target is written where
+XLIFF puts it (1.x: after ``<source>`` or ``<seg-source>``; 2.x: after ``<source>`` in its segment), indented
+like the source, and marked as machine output: 1.x
 ``state="needs-review-translation" state-qualifier="mt-suggestion"``, 2.x ``state="translated"
 subState="enzh:mt"`` (``fuzzy`` off: ``state="translated"`` alone). An existing empty target keeps its
 attributes. The target language is set when absent (1.x ``target-language`` of each ``<file>``, 2.x ``trgLang``)
@@ -90,8 +92,9 @@ class XliffFormat:
         if version.startswith("1"):
             for file in root.iter(q("file")):
                 _set_language(file, "target-language", self.locale, "a <file>'s target-language")
+            # A <seg-source> (the source with <mrk mtype="seg"> around each sentence) is what the target follows.
             sources = [
-                (unit, unit.find(q("source")))
+                (unit, unit.find(q("seg-source")) if unit.find(q("seg-source")) is not None else unit.find(q("source")))
                 for unit in root.iter(q("trans-unit"))
                 if not _skipped(unit) and unit.find(q("source")) is not None
             ]
@@ -124,8 +127,7 @@ class XliffFormat:
             target = holder.find(q("target"))
             if target is None:
                 target = element.makeelement(q("target"), {})
-                after = holder.find(q("seg-source")) if old else None
-                anchor = after if after is not None else element
+                anchor = element  # the source or seg-source it translates
                 previous = anchor.getprevious()
                 indent = holder.text if previous is None else previous.tail  # the whitespace before the anchor
                 anchor.addnext(target)

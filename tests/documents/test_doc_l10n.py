@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import sys
 
 import polib
 import pytest
@@ -161,6 +162,34 @@ def test_po_plural_forms_follow_the_header():
         parse(text, DocumentOptions(format="po", target="zh-Hans"))
 
 
+def test_po_from_chinese_gets_english_plural_forms(tmp_path):
+    from enzh.runtime.default_model import DEMO_ZH_EN_DIR
+
+    po = polib.POFile()
+    po.metadata = {"Language": "", "Content-Type": "text/plain; charset=UTF-8"}
+    po.append(polib.POEntry(msgid="学校在哪里？", msgid_plural="%d 所学校在哪里？", msgstr_plural={0: ""}))
+    source, output = tmp_path / "zh.pot", tmp_path / "en.po"
+    po.save(str(source))
+    assert cli(str(source), str(output)) == 0  # --source auto: Chinese, so the zh->en demo model
+    after = polib.pofile(str(output))
+    zh_en = Translator.load(DEMO_ZH_EN_DIR)
+
+    def english(text: str) -> str:
+        out = translate_document(zh_en, text, format="txt", beam_size=1, source="zh")
+        assert isinstance(out, str)
+        return out
+
+    assert after.metadata["Language"] == "en" and after.metadata["Plural-Forms"] == "nplurals=2; plural=(n != 1);"
+    [entry] = after
+    assert entry.msgstr_plural[0] == english("学校在哪里？") and entry.msgstr_plural[1].count("%d") == 1
+
+
+def test_po_for_the_other_script_is_refused_without_a_target(tmp_path, capsys):
+    data = b'msgid ""\nmsgstr "Language: zh_TW\\n"\n\nmsgid "Where is the school?"\nmsgstr ""\n'
+    error = refused(tmp_path, capsys, "zh_TW.po", data)  # the run writes zh-CN unless told --target zh-Hant
+    assert error.endswith("translate it with --target zh-Hant (or --convert s2tw, s2hk) or a file meant for zh-CN")
+
+
 def test_po_without_header_and_crlf_stays_byte_for_byte():
     text = '#: a.py:1\r\nmsgid "Where is the school?"\r\nmsgstr ""\r\n\r\nmsgid "Kept."\r\nmsgstr "留"'
     options = DocumentOptions(format="po")
@@ -303,6 +332,24 @@ def test_xliff12_targets_with_inline_codes(tmp_path, translator):
     assert b'</source>\n        <target state="needs-review-translation"' in output.read_bytes()
 
 
+def test_xliff12_seg_source_markers_come_back_around_each_sentence(translator):
+    root = etree.Element(f"{{{NS1}}}xliff", version="1.2", nsmap={None: NS1})
+    file = etree.SubElement(root, f"{{{NS1}}}file", {"source-language": "en", "datatype": "plaintext", "original": "a"})
+    unit = etree.SubElement(etree.SubElement(file, f"{{{NS1}}}body"), f"{{{NS1}}}trans-unit", id="1")
+    etree.SubElement(unit, f"{{{NS1}}}source").text = f"{WEATHER} {SCHOOL}"
+    segments = etree.SubElement(unit, f"{{{NS1}}}seg-source")
+    for mid, sentence in (("1", WEATHER), ("2", SCHOOL)):
+        mrk = etree.SubElement(segments, f"{{{NS1}}}mrk", mtype="seg", mid=mid)
+        mrk.text, mrk.tail = sentence, " " if mid == "1" else None
+    out = translate_document(translator, etree.tostring(root), format="xliff", beam_size=1)
+    target = etree.fromstring(out).find(".//{*}target")
+    assert target.getprevious().tag == f"{{{NS1}}}seg-source"
+    assert [(m.get("mid"), m.text) for m in target] == [
+        ("1", plain(translator, WEATHER)),
+        ("2", plain(translator, SCHOOL)),
+    ]
+
+
 def xliff20() -> bytes:
     root = etree.Element(f"{{{NS2}}}xliff", version="2.0", srcLang="en", nsmap={None: NS2})
     file = etree.SubElement(root, f"{{{NS2}}}file", id="f")
@@ -441,3 +488,13 @@ def test_csv_dialect_and_quoting_are_kept(translator):
 )
 def test_csv_bad_files_are_refused(tmp_path, capsys, data, args, message):
     assert message in refused(tmp_path, capsys, "bad.csv", data, *args)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "data"), [("a.po", "polib", b'msgid "Hi"\nmsgstr ""\n'), ("a.xlf", "lxml", b"<x/>")]
+)
+def test_without_the_documents_extra_the_error_names_it(tmp_path, capsys, monkeypatch, name, module, data):
+    for hidden in (module, f"{module}.etree"):
+        monkeypatch.setitem(sys.modules, hidden, None)  # as if not installed
+    error = refused(tmp_path, capsys, name, data)
+    assert error.endswith(f"needs {module}, which is not installed: pip install 'enzh-onnx[documents]'")

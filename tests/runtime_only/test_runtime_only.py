@@ -161,6 +161,7 @@ def test_cli_error_is_one_line(tmp_path):
             "1\n00:00:01,000 --> 00:00:02,000\n今天天气很好。\n",
         ),
         ("a.jsonl", '{"id": 1, "text": "Where is the train station?"}\n', '{"id": 1, "text": "车站在哪里？"}\n'),
+        ("a.csv", 'id,text\n1,"Where is the train station?"\n', "id,text\n1,车站在哪里？\n"),  # the stdlib's csv
     ],
 )
 def test_translate_file_without_extras(tmp_path, name, content, expected):
