@@ -28,8 +28,8 @@ length-normalised score above the worst of them (HF's early-stop heuristic, over
 one still owing terms has their cost ahead of it), or at the length limit.
 
 Greedy requests (``num_beams == 1``) run this search with :data:`GREEDY_BEAMS` beams: a single beam cannot hold
-more than one bank (on the demo glossary set, docs/quality.md, 2 beams gave chrF 76.9 for the rest of the
-sentence, 3 gave 80.2, 4 gave 88.9). Their scores are returned as greedy's (the sum of the tokens'
+more than one bank (on the demo glossary set of docs/quality.md, 2 and 3 beams placed terms worse than 4 in
+exploratory runs). Their scores are returned as greedy's (the sum of the tokens'
 log-probabilities), beam requests' as beam search's (divided by ``length ** length_penalty``).
 
 Only sentences with a glossary term go through here; every other sentence keeps the unconstrained search, so
@@ -83,8 +83,8 @@ class ConstrainedHypothesis(Hypothesis):
 
 
 # A beam's place in its sentence's constraints: (occurrences done per constraint, the constraint it is inside or
-# -1, tokens of that one placed so far, whether its last token ended a closed term).
-_State = tuple[tuple[int, ...], int, int, bool]
+# -1, tokens of that one placed so far, whether its last token ended a closed term, constraint tokens placed).
+_State = tuple[tuple[int, ...], int, int, bool, int]
 # How a candidate token is taken: FREE (the model's own word; it counts for no term), CONTINUE (the next token
 # of the term the beam is inside), or the index of the term it begins.
 FREE, CONTINUE = -1, -2
@@ -118,18 +118,19 @@ class _Sentence:
         self.lengths = tuple(len(c.tokens) for c in self.constraints)
         self.total = sum(c.count * n for c, n in zip(self.constraints, self.lengths, strict=True))
         self.unmet = unmet
-        start: _State = (tuple(0 for _ in self.constraints), -1, 0, False)
+        start: _State = (tuple(0 for _ in self.constraints), -1, 0, False, 0)
         self.states: list[_State] = [start] * beams
         self.finished: list[tuple[float, float, tuple[int, ...]]] = []  # (rank, summed, tokens), best first
 
-    def progress(self, state: _State) -> int:
-        done, active, placed, _ = state
-        return sum(d * n for d, n in zip(done, self.lengths, strict=True)) + (placed if active >= 0 else 0)
+    @staticmethod
+    def progress(state: _State) -> int:
+        """Constraint tokens placed: the bank of a beam."""
+        return state[4]
 
     def owed(self, state: _State) -> list[tuple[int, int]]:
         """The (token, how) a beam in ``state`` may place next for its constraints: the next token of the term
         it is inside, else the first token of every term it still owes."""
-        done, active, placed, _ = state
+        done, active, placed, _, _ = state
         if active >= 0:
             return [(self.constraints[active].tokens[placed], CONTINUE)]
         return [(c.tokens[0], i) for i, (c, d) in enumerate(zip(self.constraints, done, strict=True)) if d < c.count]
@@ -140,7 +141,7 @@ class _Sentence:
         """The state after ``token`` taken ``how`` (``history``: the beam's tokens so far), or None when it is not
         allowed: inside a term, anything but its next token; after a closed term, a token continuing the word;
         a free token completing the tokens of a term (a term is only ever written as a counted occurrence)."""
-        done, active, placed, closed = state
+        done, active, placed, closed, progress = state
         if closed and continues_word is not None and continues_word[token]:
             return None
         if active >= 0:
@@ -148,8 +149,8 @@ class _Sentence:
             if token != constraint.tokens[placed]:
                 return None
             if placed + 1 < len(constraint.tokens):
-                return (done, active, placed + 1, False)
-            return (_bump(done, active), -1, 0, constraint.closed)
+                return (done, active, placed + 1, False, progress + 1)
+            return (_bump(done, active), -1, 0, constraint.closed, progress + 1)
         if how == FREE:  # the model's own token begins a term it owes (DBA), unless that token says nothing
             how = next(
                 (
@@ -162,15 +163,15 @@ class _Sentence:
         if how >= 0:
             constraint = self.constraints[how]
             if len(constraint.tokens) == 1:
-                return (_bump(done, how), -1, 0, constraint.closed)
-            return (done, how, 1, False)
+                return (_bump(done, how), -1, 0, constraint.closed, progress + 1)
+            return (done, how, 1, False, progress + 1)
         for constraint in self.constraints:
             tokens = constraint.tokens
             if tokens[-1] != token or len(history) < len(tokens) - 1:
                 continue
             if len(tokens) == 1 or tuple(history[len(history) - len(tokens) + 1 :].tolist()) == tokens[:-1]:
                 return None
-        return (done, -1, 0, False)
+        return (done, -1, 0, False, progress)
 
     def keep(self, normalised: float, summed: float, tokens: tuple[int, ...], beams: int) -> None:
         self.finished.append((normalised, summed, tokens))
