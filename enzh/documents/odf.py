@@ -5,7 +5,8 @@ footers in ``styles.xml``, and the document's title in ``meta.xml``; every other
 The ODF XML is read with lxml directly (odfpy, the library the tests build their fixtures with, rewrites every
 part when it saves). A paragraph is one block; its ``text:span``, ``text:a`` and ``text:meta`` are marks over
 their words, so a span's style and a link's target stay on the words they covered. Spaces (``text:s``), tabs
-and line breaks are points that stay where they are (a line break is a line end for the model); every other
+and line breaks are points that stay where they are (the model reads a tab or a line end there, which is not
+written back); every other
 element inside a paragraph (fields, bookmarks, notes, frames, annotations) is a point written back untouched,
 and the paragraphs inside notes and frames are blocks of their own. Elements are never added or removed: only
 their text and the text after them (their ``tail``) change. An encrypted (password-protected) document is
@@ -30,8 +31,11 @@ _DC = "{http://purl.org/dc/elements/1.1/}"
 _MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _PARAGRAPHS = (f"{_TEXT}p", f"{_TEXT}h")
 _INLINE = frozenset({f"{_TEXT}span", f"{_TEXT}a", f"{_TEXT}meta"})
-_SEPARATORS = {f"{_TEXT}s": " ", f"{_TEXT}tab": " ", f"{_TEXT}line-break": "\n"}
+# What a space, tab or line break stands for in the model's input. Text nodes never hold these (their white space
+# is read as spaces), so they come only from here and are dropped when the translation is written back.
+_SEPARATORS = {f"{_TEXT}s": "\t", f"{_TEXT}tab": "\t", f"{_TEXT}line-break": "\n"}
 _SPACE = str.maketrans("\t\n\r", "   ")  # ODF collapses white space in text: tabs and line ends are spaces
+_DROPPED = str.maketrans("", "", "\t\n")
 
 
 @dataclass
@@ -65,7 +69,7 @@ class _Reader:
                 self.marks.append(Mark(len(self.text), len(self.text), Tag("point", parent=parent)))
                 self.inline.append(False)
                 separator = _SEPARATORS.get(child.tag, "")
-                if separator and not (separator == " " and self.text[-1:].isspace()):
+                if separator and not (separator == "\t" and self.text[-1:].isspace()):
                     self.text += separator
             self.add(child.tail)
 
@@ -93,7 +97,7 @@ def paragraph_block(paragraph: Any) -> tuple[Block, Any] | None:
             elif isinstance(event, Close):
                 slot = (elements[event.mark], "tail")
             elif isinstance(event, Text) and event.text:
-                value = event.text.replace("\n", "")
+                value = event.text.translate(_DROPPED)
                 if value:
                     setattr(slot[0], slot[1], (getattr(slot[0], slot[1]) or "") + value)
         return before != [(paragraph.text, [(e.text, e.tail) for e in elements])]

@@ -34,6 +34,7 @@ from enzh.runtime.segment import needs_translation
 _INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^>\[]*\[", re.IGNORECASE)
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the signature of an OLE compound file (encrypted OOXML, .doc, .xls)
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
+_DECLARATION = re.compile(rb"<\?xml\s[^>]*?(?:standalone\s*=\s*[\"'](?P<standalone>yes|no)[\"'][^>]*)?\?>")
 
 
 @dataclass
@@ -115,14 +116,17 @@ def parse_xml(package: Package, index: int) -> Any:
     return tree
 
 
-def serialize_xml(tree: Any, declared: bool = True) -> bytes:
-    """``tree`` as bytes, with the XML declaration of its input (encoding, standalone), if it had one."""
+def serialize_xml(tree: Any, source: bytes) -> bytes:
+    """``tree`` as bytes, with the XML declaration of ``source`` (its input): none, or its encoding and its
+    standalone flag when it declared one."""
     etree = import_optional("lxml.etree", "XML packages")
-    info = tree.docinfo
-    encoding = info.encoding or "UTF-8"
-    if not declared:
+    encoding = tree.docinfo.encoding or "UTF-8"
+    declaration = _DECLARATION.match(source.lstrip(b"\xef\xbb\xbf \t\r\n"))
+    if declaration is None:
         return bytes(etree.tostring(tree, encoding=encoding, xml_declaration=False))
-    return bytes(etree.tostring(tree, xml_declaration=True, encoding=encoding, standalone=info.standalone))
+    flag = declaration.group("standalone")
+    standalone = None if flag is None else flag == b"yes"
+    return bytes(etree.tostring(tree, xml_declaration=True, encoding=encoding, standalone=standalone))
 
 
 # A block's writer: puts its translation into the part's tree (or text); True when that changed anything.
@@ -149,8 +153,7 @@ class PartText:
 def xml_part(package: Package, index: int) -> tuple[Any, PartText]:
     """A parsed XML member and its (empty) :class:`PartText`, re-serialized from the tree when written."""
     tree = parse_xml(package, index)
-    declared = package.data[index].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<?xml")
-    return tree, PartText(index, lambda: serialize_xml(tree, declared))
+    return tree, PartText(index, lambda: serialize_xml(tree, package.data[index]))
 
 
 @dataclass
@@ -193,7 +196,9 @@ def repack(package: Package, replaced: dict[int, bytes]) -> bytes:
             copy.external_attr = info.external_attr
             copy.create_system = info.create_system
             copy.comment = info.comment
+            copy.internal_attr = info.internal_attr
             written.writestr(copy, replaced.get(i, data))
+            copy.external_attr = info.external_attr  # zipfile puts 0o600 in place of 0; the directory is written last
         written.comment = package.comment
     return out.getvalue()
 

@@ -153,6 +153,38 @@ def test_pptx_text_frames_tables_groups_and_notes_keep_their_structure():
     assert after.slides[1].shapes.title.text == "2026"
 
 
+def test_members_written_by_office_keep_their_zero_attributes():
+    """Office writes members with no external attributes (0), which Python's zipfile would turn into 0o600."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as written:
+        for info, data in members(make_pptx()):
+            written.writestr(info, data)
+            info.external_attr = 0  # the directory is written at close
+    source = out.getvalue()
+    assert {info.external_attr for info, _ in members(source)} == {0}
+    output = translated(source, "pptx")
+    assert {info.external_attr for info, _ in members(output)} == {0}
+    assert changed_members(source, output) == ["ppt/slides/slide1.xml", "ppt/notesSlides/notesSlide1.xml"]
+
+
+def test_odf_tabs_and_spaces_are_read_as_separators_and_not_written_back():
+    pytest.importorskip("odf")
+    from odf import text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    paragraph = text.P(text="Name:")
+    paragraph.addElement(text.Tab())
+    paragraph.addText("I like apples.")
+    document.text.addElement(paragraph)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    units = parse(buffer.getvalue(), DocumentOptions(format="odt")).units
+    assert [block.text for block in units.blocks] == ["Name:\tI like apples."]
+    output = translated(buffer.getvalue(), "odt")
+    assert b"<text:p>NAME:<text:tab/>I LIKE APPLES.</text:p>" in member(output, "content.xml")
+
+
 def test_pptx_on_the_demo_model(demo_translator):
     from pptx import Presentation
 
