@@ -22,7 +22,8 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
 from enzh.documents.markup import Close, Open, Tag, Text, arrange
-from enzh.documents.package import PartText, element_text, open_package, package_units, write_package, xml_part
+from enzh.documents.packages import open_package
+from enzh.documents.parts import PartText, element_text, package_units, write_package, xml_part
 from enzh.runtime.segment import needs_translation
 
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
@@ -125,25 +126,25 @@ class OdfFormat:
         kind = self.extensions[0]
         what = f"an OpenDocument {kind} file is expected (save it from LibreOffice as {kind})"
         package = open_package(source, kind, what)
-        mimetype = (package.member("mimetype") or b"").decode("ascii", "replace")
-        if not mimetype.startswith("application/vnd.oasis.opendocument.") or package.find("content.xml") is None:
+        names = package.names
+        mimetype = package.read("mimetype").decode("ascii", "replace") if "mimetype" in names else ""
+        if not mimetype.startswith("application/vnd.oasis.opendocument.") or "content.xml" not in names:
             raise DocumentError(f"the input is not an OpenDocument file (no mimetype and content.xml); {what}")
-        manifest = package.member("META-INF/manifest.xml") or b""
+        manifest = package.read("META-INF/manifest.xml") if "META-INF/manifest.xml" in names else b""
         if b"encryption-data" in manifest:
             raise DocumentError(f"the {kind} file is password-protected; save a copy without a password first")
         parts = []
         for name, within in (("content.xml", None), ("styles.xml", f"{_STYLE}master-page"), ("meta.xml", "")):
-            index = package.find(name)
-            if index is None:
+            if name not in names:
                 continue
-            tree, part = xml_part(package, index)
+            root, part = xml_part(package, name)
             if within == "":
-                for title in tree.getroot().iter(f"{_DC}title"):
+                for title in root.iter(f"{_DC}title"):
                     found = element_text(title)
                     if found is not None:
                         part.add(*found)
             else:
-                _paragraphs(tree.getroot(), part, within)
+                _paragraphs(root, part, within)
             parts.append(part)
         return package_units(package, parts)
 

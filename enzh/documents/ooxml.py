@@ -1,5 +1,5 @@
 """PowerPoint (.pptx) and Excel (.xlsx): the text of slides, notes and cells translated in their XML parts, every
-other member of the package copied byte for byte (:mod:`enzh.documents.package`).
+other member of the package copied byte for byte (:mod:`enzh.documents.parts`).
 
 pptx: every DrawingML paragraph (``a:p``) of every slide and notes slide: text frames of shapes (grouped ones
 too), placeholders, table cells and the speaker notes. Each text run (``a:r``) is a mark over its words, so its
@@ -30,30 +30,15 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
 from enzh.documents.markup import Open, Tag, Text, arrange
-from enzh.documents.package import Package, PartText, open_package, package_units, parse_xml, write_package, xml_part
+from enzh.documents.packages import open_package
+from enzh.documents.parts import PartText, package_units, refuse_ole, write_package, xml_part
 from enzh.runtime.segment import needs_translation
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_CT = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 _PML = "application/vnd.openxmlformats-officedocument.presentationml."
 _SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
-
-
-def content_types(package: Package) -> dict[str, str]:
-    """Member name -> its content type, from ``[Content_Types].xml`` (overrides, then defaults by extension)."""
-    index = package.find("[Content_Types].xml")
-    if index is None:
-        return {}
-    root = parse_xml(package, index).getroot()
-    defaults = {d.get("Extension", "").lower(): d.get("ContentType", "") for d in root.iter(f"{_CT}Default")}
-    overrides = {o.get("PartName", "").lstrip("/"): o.get("ContentType", "") for o in root.iter(f"{_CT}Override")}
-    found = {}
-    for info in package.infos:
-        name = info.filename
-        found[name] = overrides.get(name) or defaults.get(name.rpartition(".")[2].lower(), "")
-    return found
 
 
 # -- runs: a paragraph of text runs, line breaks and fields --------------------------------------------------------
@@ -167,15 +152,16 @@ class PptxFormat:
 
     def read(self, source: bytes, field: str | None = None) -> Units:
         what = "a PowerPoint .pptx file is expected (an old .ppt must be saved as .pptx first)"
+        refuse_ole(source, ".pptx")
         package = open_package(source, ".pptx", what)
-        types = content_types(package)
+        types = package.content_types()
         if not any(kind in _PRESENTATIONS for kind in types.values()):
             raise DocumentError(f"the input is not a PowerPoint .pptx file (it has no presentation part); {what}")
         parts = []
-        for index, info in enumerate(package.infos):
-            if types.get(info.filename) in _SLIDE_TYPES:
-                tree, part = xml_part(package, index)
-                for paragraph in tree.getroot().iter(f"{_A}p"):
+        for name in package.names:
+            if types.get("/" + name) in _SLIDE_TYPES:
+                root, part = xml_part(package, name)
+                for paragraph in root.iter(f"{_A}p"):
                     found = runs_block(_drawing_paragraph(paragraph), preserve=False)
                     if found is not None:
                         part.add(*found)
@@ -219,20 +205,21 @@ class XlsxFormat:
 
     def read(self, source: bytes, field: str | None = None) -> Units:
         what = "an Excel .xlsx file is expected (an old .xls must be saved as .xlsx first)"
+        refuse_ole(source, ".xlsx")
         package = open_package(source, ".xlsx", what)
-        types = content_types(package)
+        types = package.content_types()
         if not any(kind in _WORKBOOKS for kind in types.values()):
             raise DocumentError(f"the input is not an Excel .xlsx file (it has no workbook part); {what}")
         parts = []
-        for index, info in enumerate(package.infos):
-            kind = types.get(info.filename)
+        for name in package.names:
+            kind = types.get("/" + name)
             if kind == f"{_SML}sharedStrings+xml":
-                tree, part = xml_part(package, index)
-                _strings(part, tree.getroot().iter(f"{_S}si"))
+                root, part = xml_part(package, name)
+                _strings(part, root.iter(f"{_S}si"))
                 parts.append(part)
-            elif kind == f"{_SML}worksheet+xml" and b"inlineStr" in package.data[index]:
-                tree, part = xml_part(package, index)
-                cells = (c for c in tree.getroot().iter(f"{_S}c") if c.get("t") == "inlineStr")
+            elif kind == f"{_SML}worksheet+xml" and b"inlineStr" in package.read(name):
+                root, part = xml_part(package, name)
+                cells = (c for c in root.iter(f"{_S}c") if c.get("t") == "inlineStr")
                 _strings(part, (s for c in cells for s in c.iterfind(f"{_S}is")))
                 parts.append(part)
         return package_units(package, parts)

@@ -567,10 +567,16 @@ def hostile(tmp_path_factory) -> dict[tuple[str, str], tuple[bytes, str]]:
     for format, make in MAKERS.items():
         good = make(tmp)
         part = PARTS[format]
-        cases[format, "truncated"] = (good[: len(good) * 2 // 3], rf"not a readable \.{format} file .*truncated zip")
+        cases[format, "truncated"] = (
+            good[: len(good) * 2 // 3],
+            rf"the input is not a \.{format} file \(not a zip package: File is not a zip file\)",
+        )
         cases[format, "zip bomb"] = (with_bomb(bomb, good), r"declares 31\d,\d{3},\d{3} bytes unpacked.*MAX_ZIP_BYTES")
         cases[format, "entity bomb"] = (with_member(good, part, LAUGHS), rf"'{re.escape(part)}' declares XML entities")
-        cases[format, "not a package"] = (b"%PDF-1.7\n" + b"x" * 100, rf"not a readable \.{format} file")
+        cases[format, "not a package"] = (
+            b"%PDF-1.7\n" + b"x" * 100,
+            rf"the input is not a \.{format} file \(not a zip package",
+        )
     return cases
 
 
@@ -598,6 +604,17 @@ def test_cli_refuses_hostile_packages_with_exit_2_and_no_output(format, hostile,
         assert err.startswith("enzh translate-file: error: ") and err.count("\n") == 1, err
         assert re.search(message, err), err
         assert not output.exists() and list(tmp_path.iterdir()) == [source]
+
+
+def test_a_damaged_member_is_refused_before_anything_is_translated():
+    """The zip's directory is intact but the deflated bytes of content.xml are not (a flipped byte)."""
+    source = bytearray(make_odt())
+    with zipfile.ZipFile(io.BytesIO(bytes(source))) as package:
+        info = package.getinfo("content.xml")
+    middle = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
+    source[middle] ^= 0xFF
+    with pytest.raises(DocumentError, match=r"\.odt .*'content\.xml'.*damaged|\.odt package is damaged"):
+        translate_document(NOT_A_MODEL, bytes(source), format="odt")
 
 
 def test_a_utf16_entity_bomb_and_an_ole_file_are_refused():
