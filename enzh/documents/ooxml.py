@@ -53,8 +53,9 @@ class _Run:
 
 
 def runs_block(items: Iterable[_Run], preserve: bool) -> tuple[Block, Any] | None:
-    """A block of the runs' text (each run a mark, each boundary a point) and its writer; None when there is
-    nothing to translate. ``preserve``: set ``xml:space="preserve"`` on a text with spaces at its edges."""
+    """A block of the runs' text (each run a mark, each boundary a point; no mark for a lone run, so a workbook
+    of plain strings has none to place) and its writer; None when there is nothing to translate.
+    ``preserve``: set ``xml:space="preserve"`` on a text with spaces at its edges."""
     text = ""
     marks: list[Mark] = []
     runs: list[Any] = []
@@ -71,9 +72,11 @@ def runs_block(items: Iterable[_Run], preserve: bool) -> tuple[Block, Any] | Non
         text += value
     if not runs or not needs_translation(text):
         return None
+    if len(marks) == 1:
+        marks = []  # one run and nothing else: it takes the whole translation, no mark to place
 
     def write(block: Block, done: TranslatedBlock) -> bool:
-        texts = _run_texts(block, done, len(runs))
+        texts = _run_texts(block, done, len(runs)) if block.marks else [done.text]
         changed = False
         for t, value in zip(runs, texts, strict=True):
             if (t.text or "") != value:

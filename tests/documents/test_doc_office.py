@@ -300,6 +300,49 @@ def test_xlsx_on_the_demo_model(demo_translator):
         assert (sheet["A1"].value, sheet["B1"].value, sheet["A2"].value) == ("学校在哪里？", "我喜欢苹果。", 3.25)
 
 
+def test_plain_strings_carry_no_marks_so_big_workbooks_stay_under_the_mark_limit(monkeypatch):
+    """A workbook of 100,001 plain strings (parsed in about 3 s) once went over MAX_MARKS (100,000): a string of
+    one run has no mark to place. Shown here with the limit lowered to 3 and 10 strings."""
+    from enzh.documents import limits
+
+    xlsxwriter = pytest.importorskip("xlsxwriter")
+    monkeypatch.setattr(limits, "MAX_MARKS", 3)
+    buffer = io.BytesIO()
+    book = xlsxwriter.Workbook(buffer, {"in_memory": True})
+    sheet = book.add_worksheet()
+    for row in range(10):
+        sheet.write_string(row, 0, f"Row {row} of the sheet.")
+    sheet.write_rich_string(10, 0, "My bicycle ", book.add_format({"bold": True}), "was stolen")  # two marks
+    book.close()
+    units = parse(buffer.getvalue(), DocumentOptions(format="xlsx")).units
+    assert [len(block.marks) for block in units.blocks] == [0] * 10 + [2]
+    import openpyxl
+
+    output = openpyxl.load_workbook(io.BytesIO(translated(buffer.getvalue(), "xlsx"))).active
+    assert [output.cell(row + 1, 1).value for row in range(11)] == [f"ROW {row} OF THE SHEET." for row in range(10)] + [
+        "MY BICYCLE WAS STOLEN"
+    ]
+
+
+def test_chinese_workbook_and_slides_into_english(tmp_path, capsys):
+    """--source auto (the default) tells Chinese from the cells' and slides' text and picks the zh->en model."""
+    openpyxl = pytest.importorskip("openpyxl")
+    from pptx import Presentation
+
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A2"], book.active["B1"] = "学校在哪里？", "我喜欢苹果。", 12
+    book.save(tmp_path / "zh.xlsx")
+    assert main(["translate-file", str(tmp_path / "zh.xlsx"), str(tmp_path / "en.xlsx")]) == 0, capsys.readouterr()
+    sheet = openpyxl.load_workbook(tmp_path / "en.xlsx").active
+    assert (sheet["A1"].value, sheet["A2"].value, sheet["B1"].value) == ("Where is the school?", "I like apples.", 12)
+    presentation = Presentation()
+    presentation.slides.add_slide(presentation.slide_layouts[0]).shapes.title.text = "今天天气很好。"
+    presentation.save(tmp_path / "zh.pptx")
+    assert main(["translate-file", str(tmp_path / "zh.pptx"), str(tmp_path / "en.pptx")]) == 0, capsys.readouterr()
+    title = Presentation(tmp_path / "en.pptx").slides[0].shapes.title.text
+    assert title == "The weather is nice today."
+
+
 # -- odt, odp -------------------------------------------------------------------------------------------------------
 
 
