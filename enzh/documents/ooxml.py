@@ -2,11 +2,12 @@
 other member of the package copied byte for byte (:mod:`enzh.documents.parts`).
 
 pptx: every DrawingML paragraph (``a:p``) of every slide and notes slide: text frames of shapes (grouped ones
-too), placeholders, table cells and the speaker notes. Each text run (``a:r``) is a mark over its words, so its
+too), placeholders, table cells and the speaker notes; chart titles and axis titles; SmartArt text (its data and
+the drawing shown from it). Each text run (``a:r``) is a mark over its words, so its
 formatting (``a:rPr``: bold, colour, size, hyperlink) stays on the words it covered; a line break (``a:br``) and
 a field (``a:fld``: slide number, date) stay where they are and the text after them goes to the run after
-them. Runs are never added or removed. Not translated: slide layouts and masters (template text), charts,
-SmartArt, comments.
+them. Runs are never added or removed. Not translated: slide layouts and masters (template text), chart
+categories and series names (cached cell values of the chart's workbook), comments.
 
 xlsx: the shared strings (``xl/sharedStrings.xml``, where a cell's text lives) and inline strings of worksheets,
 rich text runs (``r``) as marks; phonetic runs are left as they are. A cell's value type never changes:
@@ -129,7 +130,14 @@ def _sources(block: Block) -> list[str]:
 
 # -- pptx ---------------------------------------------------------------------------------------------------------
 
-_SLIDE_TYPES = (f"{_PML}slide+xml", f"{_PML}notesSlide+xml")
+_DML = "application/vnd.openxmlformats-officedocument.drawingml."
+_SLIDE_TYPES = (
+    f"{_PML}slide+xml",
+    f"{_PML}notesSlide+xml",
+    f"{_DML}chart+xml",  # titles and axis titles written as text (values and labels from cells are not text runs)
+    f"{_DML}diagramData+xml",  # SmartArt: its text, and the drawing PowerPoint shows it from (below)
+    "application/vnd.ms-office.drawingml.diagramDrawing+xml",
+)
 _PRESENTATIONS = (f"{_PML}presentation.main+xml", f"{_PML}slideshow.main+xml", f"{_PML}template.main+xml")
 
 

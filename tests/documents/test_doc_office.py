@@ -91,6 +91,8 @@ def png() -> bytes:
 
 def make_pptx() -> bytes:
     pptx = pytest.importorskip("pptx")
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
     from pptx.util import Inches
 
     presentation = pptx.Presentation()
@@ -115,6 +117,12 @@ def make_pptx() -> bytes:
     box = group.shapes.add_textbox(Inches(6), Inches(1), Inches(2), Inches(1))
     box.text_frame.text = "The weather is nice today."
     slide.shapes.add_picture(io.BytesIO(png()), Inches(7), Inches(5))
+    data = CategoryChartData()
+    data.categories = ["Apples", "Pears"]  # cached cell values of the chart's workbook: not translated
+    data.add_series("Sales", (1.5, 2.5))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(5), Inches(3), Inches(3), Inches(2), data)
+    chart.chart.has_title = True
+    chart.chart.chart_title.text_frame.text = "Where is the school?"
     slide.notes_slide.notes_text_frame.text = "My bicycle was stolen last night."
     second = presentation.slides.add_slide(presentation.slide_layouts[5])
     second.shapes.title.text = "2026"  # nothing to translate: the slide stays byte for byte
@@ -128,8 +136,9 @@ def test_pptx_text_frames_tables_groups_and_notes_keep_their_structure():
 
     source = make_pptx()
     output = translated(source, "pptx")
-    assert changed_members(source, output) == ["ppt/slides/slide1.xml", "ppt/notesSlides/notesSlide1.xml"]
-    for name in changed_members(source, output):
+    changed = changed_members(source, output)
+    assert sorted(changed) == ["ppt/charts/chart1.xml", "ppt/notesSlides/notesSlide1.xml", "ppt/slides/slide1.xml"]
+    for name in changed:
         assert same_but_text(member(source, name), member(output, name))
     before, after = Presentation(io.BytesIO(source)), Presentation(io.BytesIO(output))
     assert len(after.slides) == 2
@@ -151,6 +160,32 @@ def test_pptx_text_frames_tables_groups_and_notes_keep_their_structure():
     assert next(iter(shapes[3].shapes)).text_frame.text == "THE WEATHER IS NICE TODAY."
     assert after.slides[0].notes_slide.notes_text_frame.text == "MY BICYCLE WAS STOLEN LAST NIGHT."
     assert after.slides[1].shapes.title.text == "2026"
+    chart = shapes[5].chart
+    assert chart.chart_title.text_frame.text == "WHERE IS THE SCHOOL?"
+    assert list(chart.plots[0].categories) == ["Apples", "Pears"] and chart.series[0].name == "Sales"
+
+
+def test_pptx_smartart_text_is_translated():
+    """SmartArt keeps its text in a diagram data part and the drawing PowerPoint shows: both are translated."""
+    types = member(make_pptx(), "[Content_Types].xml").replace(
+        b"</Types>",
+        b'<Override PartName="/ppt/diagrams/data1.xml" '
+        b'ContentType="application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml"/></Types>',
+    )
+    diagram = (
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        b'<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+        b'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst><dgm:pt modelId="1">'
+        b"<dgm:t><a:bodyPr/><a:p><a:r><a:t>I like apples.</a:t></a:r></a:p></dgm:t></dgm:pt></dgm:ptLst>"
+        b"</dgm:dataModel>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as written:
+        for info, old in members(make_pptx()):
+            written.writestr(info, types if info.filename == "[Content_Types].xml" else old)
+        written.writestr("ppt/diagrams/data1.xml", diagram)
+    output = translated(out.getvalue(), "pptx")
+    assert member(output, "ppt/diagrams/data1.xml") == diagram.replace(b"I like apples.", b"I LIKE APPLES.")
 
 
 def test_members_written_by_office_keep_their_zero_attributes():
@@ -164,7 +199,11 @@ def test_members_written_by_office_keep_their_zero_attributes():
     assert {info.external_attr for info, _ in members(source)} == {0}
     output = translated(source, "pptx")
     assert {info.external_attr for info, _ in members(output)} == {0}
-    assert changed_members(source, output) == ["ppt/slides/slide1.xml", "ppt/notesSlides/notesSlide1.xml"]
+    assert sorted(changed_members(source, output)) == [
+        "ppt/charts/chart1.xml",
+        "ppt/notesSlides/notesSlide1.xml",
+        "ppt/slides/slide1.xml",
+    ]
 
 
 def test_odf_tabs_and_spaces_are_read_as_separators_and_not_written_back():
