@@ -15,7 +15,7 @@ refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from enzh.documents.errors import DocumentError
@@ -29,7 +29,6 @@ from enzh.runtime.segment import needs_translation
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _DC = "{http://purl.org/dc/elements/1.1/}"
-_MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _PARAGRAPHS = (f"{_TEXT}p", f"{_TEXT}h")
 _INLINE = frozenset({f"{_TEXT}span", f"{_TEXT}a", f"{_TEXT}meta"})
 # What a space, tab or line break stands for in the model's input. Text nodes never hold these (their white space
@@ -44,19 +43,15 @@ class _Reader:
     """One paragraph's text and marks; ``elements[i]`` is mark i's element, ``inline[i]`` whether it is a span."""
 
     text: str = ""
-    marks: list[Mark] | None = None
-    elements: list[Any] | None = None
-    inline: list[bool] | None = None
-
-    def __post_init__(self) -> None:
-        self.marks, self.elements, self.inline = [], [], []
+    marks: list[Mark] = field(default_factory=list)
+    elements: list[Any] = field(default_factory=list)
+    inline: list[bool] = field(default_factory=list)
 
     def add(self, value: str | None) -> None:
         if value:
             self.text += value.translate(_SPACE)
 
     def walk(self, element: Any, parent: int | None) -> None:
-        assert self.marks is not None and self.elements is not None and self.inline is not None
         self.add(element.text)
         for child in element:
             index = len(self.marks)
@@ -78,8 +73,7 @@ class _Reader:
 def paragraph_block(paragraph: Any) -> tuple[Block, Any] | None:
     """A paragraph's block and its writer; None when it has nothing to translate."""
     reader = _Reader()
-    reader.walk(paragraph, None)
-    assert reader.marks is not None and reader.elements is not None and reader.inline is not None
+    reader.walk(paragraph, None)  # as deep as the XML nests: libxml2 stops at 256 levels (no huge trees)
     if not needs_translation(reader.text):
         return None
     elements, inline = reader.elements, reader.inline

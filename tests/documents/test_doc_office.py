@@ -688,6 +688,19 @@ def test_cli_refuses_hostile_packages_with_exit_2_and_no_output(format, hostile,
         assert not output.exists() and list(tmp_path.iterdir()) == [source]
 
 
+def test_xml_nested_past_libxml2s_depth_is_refused():
+    """300 nested spans in a paragraph: libxml2 stops at 256 levels without huge trees, before any recursion."""
+    content = member(make_odt(), "content.xml")
+    deep = b"<text:span>" * 300 + b"I like apples." + b"</text:span>" * 300
+    data = with_member(
+        make_odt(), "content.xml", content.replace(b"<text:p>2026</text:p>", b"<text:p>" + deep + b"</text:p>")
+    )
+    with pytest.raises(
+        DocumentError, match=r"'content\.xml' is not well-formed XML \(Excessive depth in document: 256"
+    ):
+        translate_document(NOT_A_MODEL, data, format="odt")
+
+
 def test_a_damaged_member_is_refused_before_anything_is_translated():
     """The zip's directory is intact but the deflated bytes of content.xml are not (a flipped byte)."""
     source = bytearray(make_odt())
