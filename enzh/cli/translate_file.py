@@ -32,6 +32,12 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="jsonl: the field to translate; tsv: column name or 0-based index (default: text)",
     )
+    p.add_argument(
+        "--sheet-names",
+        action="store_true",
+        help="xlsx: translate the names of the sheets too (references to them in formulas, defined names and charts "
+        "follow); default: kept",
+    )
     p.add_argument("--beam-size", type=positive_int, help="beam width (default: the manifest's num_beams)")
     p.add_argument(
         "--source",
@@ -97,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             target=args.target,
             convert=args.convert,
             source=source,
+            sheet_names=args.sheet_names,
         )
 
     prepared = prepared_as(args.source)  # bad paths and options fail before any model is loaded

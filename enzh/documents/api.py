@@ -40,6 +40,9 @@ def parse(data: str | bytes, options: DocumentOptions, name: str = "the input") 
 
 def _parse(data: str | bytes, options: DocumentOptions, name: str) -> Parsed:
     implementation = get_format(options.format)
+    configure = getattr(implementation, "configure", None)  # formats with options of their own (xlsx)
+    if configure is not None:
+        implementation = configure(options)
     decoded = None
     source: Any = data
     if implementation.binary:
@@ -86,6 +89,7 @@ def translate_document(
     target: str | None = None,
     convert: str | None = None,
     source: str = "en",
+    sheet_names: bool = False,
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
@@ -95,12 +99,18 @@ def translate_document(
     ``field``: the jsonl field or tsv column (default ``text``); ``beam_size``, ``target``: as
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
-    must be a model from it).
+    must be a model from it); ``sheet_names`` (xlsx): translate the sheets' names too.
     """
     from enzh.documents.sentences import SentenceEngine
 
     options = DocumentOptions(
-        format=resolve_format(format), field=field, beam_size=beam_size, target=target, convert=convert, source=source
+        format=resolve_format(format),
+        field=field,
+        beam_size=beam_size,
+        target=target,
+        convert=convert,
+        source=source,
+        sheet_names=sheet_names,
     )
     parsed = parse(data, options)
     return render(parsed, SentenceEngine(translator, options), options)

@@ -61,6 +61,7 @@ def prepare(
     target: str | None = None,
     convert: str | None = None,
     source: str = "en",
+    sheet_names: bool = False,
 ) -> Prepared:
     """Check the paths and options and parse the input; every problem is one :class:`DocumentError`.
 
@@ -84,6 +85,7 @@ def prepare(
         target=target,
         convert=convert,
         source="en" if language == "auto" else language,
+        sheet_names=sheet_names,
     )
     try:
         data = path.read_bytes()

@@ -12,8 +12,9 @@ categories and series names (cached cell values of the chart's workbook), commen
 xlsx: the shared strings (``xl/sharedStrings.xml``, where a cell's text lives) and inline strings of worksheets,
 rich text runs (``r``) as marks; phonetic runs are left as they are. A cell's value type never changes:
 formulas, their cached results, numbers, dates and booleans are in worksheet cells that are not read, so those
-parts stay byte for byte. Sheet names are not translated (formulas and defined names refer to them). Not
-translated: comments, charts, headers and footers.
+parts stay byte for byte. Sheet names are kept, unless the ``sheet_names`` option (``--sheet-names``) asks for
+them: then every reference to a renamed sheet follows (:mod:`enzh.documents.sheets`). Not translated: comments,
+charts, headers and footers.
 
 The packages are read with lxml rather than python-pptx or openpyxl: those rebuild every part they load when
 they save (openpyxl also drops what it does not model, such as shapes and charts), and the guarantee here is that
@@ -23,16 +24,18 @@ read the output back with them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
 from enzh.documents.markup import Open, Tag, Text, arrange
-from enzh.documents.packages import open_package
+from enzh.documents.options import DocumentOptions
+from enzh.documents.packages import open_package, to_xml
 from enzh.documents.parts import PartText, package_units, refuse_ole, write_package, xml_part
+from enzh.documents.sheets import REFERRING, SheetNames
 from enzh.runtime.segment import needs_translation
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
@@ -213,27 +216,51 @@ class XlsxFormat:
     name: str = "xlsx"
     extensions: tuple[str, ...] = (".xlsx",)
     binary: bool = True
+    sheet_names: bool = False  # translate the sheets' names too (enzh.documents.sheets)
+
+    def configure(self, options: DocumentOptions) -> XlsxFormat:
+        return replace(self, sheet_names=options.sheet_names)
 
     def read(self, source: bytes, field: str | None = None) -> Units:
         what = "an Excel .xlsx file is expected (an old .xls must be saved as .xlsx first)"
         refuse_ole(source, ".xlsx")
         package = open_package(source, ".xlsx", what)
         types = package.content_types()
-        if not any(kind in _WORKBOOKS for kind in types.values()):
+        workbooks = [name[1:] for name, kind in types.items() if kind in _WORKBOOKS]
+        if not workbooks:
             raise DocumentError(f"the input is not an Excel .xlsx file (it has no workbook part); {what}")
+        roots: dict[str, Any] = {}  # one tree per member, shared by the strings and the sheet names
+
+        def root(name: str) -> Any:
+            if name not in roots:
+                roots[name] = package.xml(name)
+            return roots[name]
+
+        def serialized(name: str) -> Callable[[], bytes]:
+            return lambda: to_xml(roots[name], package.read(name))
+
         parts = []
         for name in package.names:
             kind = types.get("/" + name)
             if kind == f"{_SML}sharedStrings+xml":
-                root, part = xml_part(package, name)
-                _strings(part, root.iter(f"{_S}si"))
+                part = PartText(name, serialized(name))
+                _strings(part, root(name).iter(f"{_S}si"))
                 parts.append(part)
             elif kind == f"{_SML}worksheet+xml" and b"inlineStr" in package.read(name):
-                root, part = xml_part(package, name)
-                cells = (c for c in root.iter(f"{_S}c") if c.get("t") == "inlineStr")
+                part = PartText(name, serialized(name))
+                cells = (c for c in root(name).iter(f"{_S}c") if c.get("t") == "inlineStr")
                 _strings(part, (s for c in cells for s in c.iterfind(f"{_S}is")))
                 parts.append(part)
-        return package_units(package, parts)
+        if not self.sheet_names:
+            return package_units(package, parts)
+        referring = [name for name in package.names if types.get("/" + name) in REFERRING]
+        sheets = SheetNames(workbooks[0], root, referring)
+        parts.append(sheets.part(serialized(workbooks[0])))
+
+        def after() -> dict[str, bytes]:
+            return {name: serialized(name)() for name in sheets.apply()}
+
+        return package_units(package, parts, after)
 
     def write(self, units: Units, translated: list[TranslatedBlock]) -> bytes:
         return write_package(units, translated)

@@ -18,7 +18,8 @@ class DocumentOptions:
     ``field``: the jsonl field / tsv column (None: ``text``); ``beam_size``/``target``: as
     :meth:`Translator.translate`; ``convert``: an OpenCC conversion of the Simplified output (None or ``none``:
     no conversion); ``source``: the document's language (en: pieces with Latin letters are translated, the rest
-    kept; zh: pieces with Han characters)."""
+    kept; zh: pieces with Han characters); xlsx only: ``sheet_names`` translates the names of the sheets too
+    (references to them in formulas, defined names and charts follow)."""
 
     format: str
     field: str | None = None
@@ -26,6 +27,7 @@ class DocumentOptions:
     target: str | None = None
     convert: str | None = None
     source: str = "en"
+    sheet_names: bool = False
 
     def __post_init__(self) -> None:
         require(self.format in FORMAT_NAMES, f"unknown format {self.format!r}; accepted: {', '.join(FORMAT_NAMES)}")
@@ -44,6 +46,7 @@ class DocumentOptions:
             self.field is None or self.format in ("jsonl", "tsv"),
             f"field applies to the jsonl and tsv formats only, not {self.format}",
         )
+        require(not self.sheet_names or self.format == "xlsx", f"sheet_names applies to xlsx only, not {self.format}")
         require(self.source in SOURCES, f"unknown source {self.source!r}; accepted: {', '.join(SOURCES)}")
         require(
             self.convert is None or self.source == "en",
@@ -64,4 +67,5 @@ class DocumentOptions:
             "target": self.target,
             "convert": self.convert,
             "source": self.source,
+            "sheet_names": self.sheet_names,
         }

@@ -72,16 +72,22 @@ def element_text(element: Any) -> tuple[Block, BlockWriter] | None:
     return Block(" ".join(element.text.split())), write
 
 
+# Called once every block is written and before any part is serialized: member name -> new bytes of the
+# members it changed besides (xlsx: the references to renamed sheets).
+AfterWriting = Callable[[], dict[str, bytes]]
+
+
 @dataclass
 class _Layout:
     package: Package
     parts: list[PartText]
+    after: AfterWriting | None = None
 
 
-def package_units(package: Package, parts: Sequence[PartText]) -> Units:
-    """All the parts' blocks, in order, as one document."""
+def package_units(package: Package, parts: Sequence[PartText], after: AfterWriting | None = None) -> Units:
+    """All the parts' blocks, in order, as one document (``after``: see :data:`AfterWriting`)."""
     kept = [part for part in parts if part.blocks]
-    return Units([block for part in kept for block in part.blocks], _Layout(package, kept))
+    return Units([block for part in kept for block in part.blocks], _Layout(package, kept, after))
 
 
 def write_package(units: Units, translated: Sequence[TranslatedBlock]) -> bytes:
@@ -90,13 +96,15 @@ def write_package(units: Units, translated: Sequence[TranslatedBlock]) -> bytes:
     layout: _Layout = units.layout
     if len(translated) != len(units.blocks):
         raise ValueError(f"{len(translated)} translations for {len(units.blocks)} blocks")
-    replaced: dict[str, bytes] = {}
+    changed: list[PartText] = []
     position = 0
     for part in layout.parts:
-        changed = False
+        touched = False
         for block, writer in zip(part.blocks, part.writers, strict=True):
-            changed = writer(block, translated[position]) or changed
+            touched = writer(block, translated[position]) or touched
             position += 1
-        if changed:
-            replaced[part.name] = part.finish()
+        if touched:
+            changed.append(part)
+    replaced = layout.after() if layout.after is not None else {}
+    replaced.update({part.name: part.finish() for part in changed})
     return layout.package.rebuild(replaced)

@@ -22,6 +22,7 @@ from enzh.cli.main import main
 from enzh.documents.api import parse, render, translate_document
 from enzh.documents.errors import DocumentError
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.errors import OptionsError
 
 lxml_etree = pytest.importorskip("lxml.etree")
 NOT_A_MODEL: Any = object()  # hostile input is refused while it is read, before the translator is used
@@ -361,6 +362,100 @@ def test_plain_strings_carry_no_marks_so_big_workbooks_stay_under_the_mark_limit
     assert [output.cell(row + 1, 1).value for row in range(11)] == [f"ROW {row} OF THE SHEET." for row in range(10)] + [
         "MY BICYCLE WAS STOLEN"
     ]
+
+
+def make_referring_xlsx() -> bytes:
+    """Two sheets, and references to the first in formulas, a defined name, a chart, a hyperlink and app.xml."""
+    openpyxl = pytest.importorskip("openpyxl")
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.workbook.defined_name import DefinedName
+
+    book = openpyxl.Workbook()
+    prices = book.active
+    prices.title = "Price list"
+    prices.append(["Where is the school?", 3.25])
+    prices.append(["I like apples.", 4.5])
+    notes = book.create_sheet("Notes")
+    notes["A1"] = "='Price list'!B1*2"
+    notes["A2"] = "=CONCATENATE(\"Price list!\", 'Price list'!A1)"  # the text in quotes is not a reference
+    notes["A3"] = "=SUM('Price list:Notes'!B1)"
+    notes["A4"] = "=notes!A1+1"  # Excel compares sheet names without case
+    notes["A5"] = "See the prices."
+    notes["A5"].hyperlink = "#'Price list'!A1"
+    book.defined_names["total"] = DefinedName("total", attr_text="'Price list'!$B$1:$B$2")
+    chart = BarChart()
+    chart.add_data(Reference(prices, min_col=2, min_row=1, max_row=2))
+    notes.add_chart(chart, "C1")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_sheet_names_are_kept_by_default_and_translated_on_request_with_their_references():
+    import openpyxl
+
+    source = make_referring_xlsx()
+    kept = openpyxl.load_workbook(io.BytesIO(translated(source, "xlsx")))
+    assert kept.sheetnames == ["Price list", "Notes"]
+    options = DocumentOptions(format="xlsx", sheet_names=True)
+    output = render(parse(source, options), upper, options)
+    assert isinstance(output, bytes)
+    book = openpyxl.load_workbook(io.BytesIO(output))
+    assert book.sheetnames == ["PRICE LIST", "NOTES"]
+    notes = book["NOTES"]
+    assert notes["A1"].value == "='PRICE LIST'!B1*2"
+    assert notes["A2"].value == "=CONCATENATE(\"Price list!\", 'PRICE LIST'!A1)"
+    assert notes["A3"].value == "=SUM('PRICE LIST:NOTES'!B1)"
+    assert notes["A4"].value == "='NOTES'!A1+1"
+    assert notes["A5"].value == "SEE THE PRICES."
+    assert book.defined_names["total"].attr_text == "'PRICE LIST'!$B$1:$B$2"
+    chart = member(output, "xl/charts/chart1.xml").decode()
+    assert "<f>'PRICE LIST'!$B$1:$B$2</f>" in chart and "Price list" not in chart
+    assert "'PRICE LIST'!A1" in member(output, "xl/worksheets/sheet2.xml").decode()  # the hyperlink's location
+    assert book["PRICE LIST"]["B2"].value == 4.5
+
+
+def test_sheet_names_are_made_valid_and_unique():
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.title = "Summary"
+    book.create_sheet("Overview")["A1"] = "=Summary!A1"
+    book.create_sheet("Details")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    names = {"Summary": "Résumé: total / part?", "Overview": "Résumé: total / part?", "Details": "History"}
+    options = DocumentOptions(format="xlsx", sheet_names=True)
+    output = render(parse(buffer.getvalue(), options), lambda texts: [names.get(t, t) for t in texts], options)
+    assert isinstance(output, bytes)
+    book = openpyxl.load_workbook(io.BytesIO(output))
+    assert book.sheetnames == ["Résumé  total   part", "Résumé  total   part (2)", "Details"]
+    assert book["Résumé  total   part (2)"]["A1"].value == "='Résumé  total   part'!A1"
+    with pytest.raises(OptionsError, match="sheet_names applies to xlsx only, not pptx"):
+        DocumentOptions(format="pptx", sheet_names=True)
+
+
+def test_cli_sheet_names_option(tmp_path, capsys, demo_translator):
+    import openpyxl
+
+    from enzh.documents.sheets import valid_name
+
+    source, output = tmp_path / "book.xlsx", tmp_path / "out.xlsx"
+    source.write_bytes(make_referring_xlsx())
+    assert main(["translate-file", str(source), str(output), "--sheet-names"]) == 0, capsys.readouterr().err
+    taken: set[str] = set()
+    expected = [
+        valid_name(t, o, taken)
+        for t, o in zip(demo_translator.translate(["Price list", "Notes"]), ["Price list", "Notes"], strict=True)
+    ]
+    book = openpyxl.load_workbook(output)
+    assert book.sheetnames == expected and expected != ["Price list", "Notes"]
+    assert book[expected[1]]["A1"].value == f"='{expected[0]}'!B1*2"  # the reference follows the new name
+    slides = tmp_path / "deck.pptx"
+    slides.write_bytes(make_pptx())
+    assert main(["translate-file", str(slides), str(tmp_path / "out.pptx"), "--sheet-names"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "sheet_names applies to xlsx only, not pptx" in err, err
 
 
 def test_chinese_workbook_and_slides_into_english(tmp_path, capsys):
