@@ -44,6 +44,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="po, xliff: translate entries that already have a translation too (default: they are kept)",
     )
+    p.add_argument(
+        "--sheet-names",
+        action="store_true",
+        help="xlsx: translate the names of the sheets too (references to them in formulas, defined names and charts "
+        "follow); default: kept",
+    )
     p.add_argument("--beam-size", type=positive_int, help="beam width (default: the manifest's num_beams)")
     p.add_argument(
         "--source",
@@ -120,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             fuzzy=args.fuzzy,
             retranslate=args.retranslate,
             glossary=glossary,
+            sheet_names=args.sheet_names,
         )
         if target is None and found.options.format in L10N_FORMATS:
             # A po/XLIFF file names its target language: name the one this run writes, so that a file for

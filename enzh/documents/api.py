@@ -41,7 +41,7 @@ def parse(data: str | bytes, options: DocumentOptions, name: str = "the input") 
 
 def _parse(data: str | bytes, options: DocumentOptions, name: str) -> Parsed:
     implementation = get_format(options.format)
-    configure = getattr(implementation, "configure", None)  # formats with options of their own (po, xliff)
+    configure = getattr(implementation, "configure", None)  # formats with options of their own (po, xliff, xlsx)
     if configure is not None:
         implementation = configure(options)
     decoded = None
@@ -93,6 +93,7 @@ def translate_document(
     fuzzy: bool = True,
     retranslate: bool = False,
     glossary: Glossary | None = None,
+    sheet_names: bool = False,
 ) -> str | bytes:
     """Translate a whole document and keep its structure (docs/documents.md).
 
@@ -103,8 +104,9 @@ def translate_document(
     :meth:`Translator.translate`; ``convert``: ``s2t``, ``s2tw``, ``s2twp`` or ``s2hk`` converts the output to
     Traditional characters with OpenCC; ``source``: the document's language, ``en`` or ``zh`` (the translator
     must be a model from it); ``fuzzy`` (po, xliff): mark machine translations as needing review;
-    ``retranslate`` (po, xliff): translate entries that already have a translation too; ``glossary``: terms with
-    a fixed translation (:class:`enzh.runtime.glossary.Glossary`).
+    ``retranslate`` (po, xliff): translate entries that already have a translation too; ``sheet_names`` (xlsx):
+    translate the sheets' names too; ``glossary``: terms with a fixed translation
+    (:class:`enzh.runtime.glossary.Glossary`).
     """
     from enzh.documents.sentences import SentenceEngine
 
@@ -118,6 +120,7 @@ def translate_document(
         fuzzy=fuzzy,
         retranslate=retranslate,
         glossary=glossary,
+        sheet_names=sheet_names,
     )
     parsed = parse(data, options)
     return render(parsed, SentenceEngine(translator, options), options)

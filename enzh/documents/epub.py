@@ -13,6 +13,7 @@ refused; obfuscated fonts are fine.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -22,18 +23,8 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.html import FORMAT as HTML
 from enzh.documents.inline import Block, TranslatedBlock
-from enzh.documents.package import (
-    BlockWriter,
-    Package,
-    PartText,
-    check_entities,
-    element_text,
-    open_package,
-    package_units,
-    parse_xml,
-    write_package,
-    xml_part,
-)
+from enzh.documents.packages import Package, open_package
+from enzh.documents.parts import BlockWriter, PartText, element_text, package_units, write_package, xml_part
 
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 _OPF = "{http://www.idpf.org/2007/opf}"
@@ -41,14 +32,16 @@ _DC = "{http://purl.org/dc/elements/1.1/}"
 _NCX = "{http://www.daisy.org/z3986/2005/ncx/}"
 _ENC = "{http://www.w3.org/2001/04/xmlenc#}"
 _XHTML = ("application/xhtml+xml", "text/html")
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _WHAT = "an EPUB book is expected"
 
 
 def _rootfile(package: Package) -> str:
-    index = package.find("META-INF/container.xml")
-    if index is None or not (package.member("mimetype") or b"").startswith(b"application/epub+zip"):
+    names = package.names
+    mimetype = package.read("mimetype") if "mimetype" in names else b""
+    if "META-INF/container.xml" not in names or not mimetype.startswith(b"application/epub+zip"):
         raise DocumentError(f"the input is not an EPUB book (no mimetype and META-INF/container.xml); {_WHAT}")
-    for rootfile in parse_xml(package, index).getroot().iter(f"{_CONTAINER}rootfile"):
+    for rootfile in package.xml("META-INF/container.xml").iter(f"{_CONTAINER}rootfile"):
         path = rootfile.get("full-path")
         if path and rootfile.get("media-type", "application/oebps-package+xml") == "application/oebps-package+xml":
             return path
@@ -57,21 +50,27 @@ def _rootfile(package: Package) -> str:
 
 def _encrypted(package: Package) -> set[str]:
     """Members whose content is encrypted (META-INF/encryption.xml's cipher references)."""
-    index = package.find("META-INF/encryption.xml")
-    if index is None:
+    if "META-INF/encryption.xml" not in package.names:
         return set()
-    root = parse_xml(package, index).getroot()
+    root = package.xml("META-INF/encryption.xml")
     return {unquote(r.get("URI", "")) for r in root.iter(f"{_ENC}CipherReference")}
 
 
-def _xhtml_part(package: Package, index: int) -> PartText:
-    """An XHTML member through the HTML format: its blocks, written back as that format writes them."""
-    name = package.infos[index].filename
-    check_entities(package.data[index], name, ".epub")
-    decoded = decode_text(package.data[index], f"the EPUB document {name!r}")
+def _xhtml_part(package: Package, name: str) -> PartText:
+    """An XHTML member through the HTML format: its blocks, written back as that format writes them. It is not
+    parsed as XML (books are often not well-formed), but one that declares entities is refused as XML is."""
+    data = package.read(name)
+    text = data.decode("utf-16", "replace").encode("utf-8") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
+    doctype = _DOCTYPE.search(text)
+    if doctype is not None and text.find(b"<!ENTITY", doctype.start()) >= 0:
+        raise DocumentError(
+            f"the .epub member {name!r} declares XML entities (<!ENTITY ...>), which documents never need and "
+            "which can expand without bound (an entity bomb); refused: entity expansion is off for every document"
+        )
+    decoded = decode_text(data, f"the EPUB document {name!r}")
     units = HTML.read(decoded.text)
     translated: list[TranslatedBlock | None] = [None] * len(units.blocks)
-    part = PartText(index, lambda: decoded.encode(HTML.write(units, translated)))  # type: ignore[arg-type]
+    part = PartText(name, lambda: decoded.encode(HTML.write(units, translated)))  # type: ignore[arg-type]
 
     def collect(position: int) -> BlockWriter:
         def write(block: Block, done: TranslatedBlock) -> bool:
@@ -85,7 +84,7 @@ def _xhtml_part(package: Package, index: int) -> PartText:
     return part
 
 
-def _texts(tree: Any, part: PartText, elements: Any) -> PartText:
+def _texts(part: PartText, elements: Any) -> PartText:
     for element in elements:
         found = element_text(element)
         if found is not None:
@@ -102,38 +101,33 @@ class EpubFormat:
     def read(self, source: bytes, field: str | None = None) -> Units:
         package = open_package(source, ".epub", _WHAT)
         opf_name = _rootfile(package)
-        opf_index = package.find(opf_name)
-        if opf_index is None:
+        if opf_name not in package.names:
             raise DocumentError(f"the EPUB's package document {opf_name!r} is missing; {_WHAT}")
-        opf, opf_part = xml_part(package, opf_index)
+        opf, opf_part = xml_part(package, opf_name)
         base = posixpath.dirname(opf_name)
         kinds: dict[str, str] = {}  # member name -> media type, for the manifest's items
-        for item in opf.getroot().iter(f"{_OPF}item"):
+        for item in opf.iter(f"{_OPF}item"):
             href = item.get("href")
             if href:
                 kinds[posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))] = item.get(
                     "media-type", ""
                 )
         encrypted = _encrypted(package)
-        parts = [
-            _texts(opf, opf_part, (t for m in opf.getroot().iter(f"{_OPF}metadata") for t in m.iter(f"{_DC}title")))
-        ]
-        for index, info in enumerate(package.infos):
-            kind = kinds.get(info.filename)
+        parts = [_texts(opf_part, (t for m in opf.iter(f"{_OPF}metadata") for t in m.iter(f"{_DC}title")))]
+        for name in package.names:
+            kind = kinds.get(name)
             if kind not in (*_XHTML, "application/x-dtbncx+xml"):
                 continue
-            if info.filename in encrypted:
+            if name in encrypted:
                 raise DocumentError(
-                    f"the EPUB's {info.filename!r} is encrypted (DRM); enzh can translate only books without DRM"
+                    f"the EPUB's {name!r} is encrypted (DRM); enzh can translate only books without DRM"
                 )
             if kind == "application/x-dtbncx+xml":
-                tree, part = xml_part(package, index)
-                labels = (
-                    t for e in tree.getroot().iter(f"{_NCX}docTitle", f"{_NCX}navLabel") for t in e.iter(f"{_NCX}text")
-                )
-                parts.append(_texts(tree, part, labels))
+                root, part = xml_part(package, name)
+                labels = (t for e in root.iter(f"{_NCX}docTitle", f"{_NCX}navLabel") for t in e.iter(f"{_NCX}text"))
+                parts.append(_texts(part, labels))
             else:
-                parts.append(_xhtml_part(package, index))
+                parts.append(_xhtml_part(package, name))
         return package_units(package, parts)
 
     def write(self, units: Units, translated: list[TranslatedBlock]) -> bytes:

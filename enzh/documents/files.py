@@ -65,6 +65,7 @@ def prepare(
     fuzzy: bool = True,
     retranslate: bool = False,
     glossary: Glossary | None = None,
+    sheet_names: bool = False,
 ) -> Prepared:
     """Check the paths and options and parse the input; every problem is one :class:`DocumentError`.
 
@@ -91,6 +92,7 @@ def prepare(
         fuzzy=fuzzy,
         retranslate=retranslate,
         glossary=glossary,
+        sheet_names=sheet_names,
     )
     try:
         data = path.read_bytes()

@@ -5,7 +5,8 @@ footers in ``styles.xml``, and the document's title in ``meta.xml``; every other
 The ODF XML is read with lxml directly (odfpy, the library the tests build their fixtures with, rewrites every
 part when it saves). A paragraph is one block; its ``text:span``, ``text:a`` and ``text:meta`` are marks over
 their words, so a span's style and a link's target stay on the words they covered. Spaces (``text:s``), tabs
-and line breaks are points that stay where they are (a line break is a line end for the model); every other
+and line breaks are points that stay where they are (the model reads a tab or a line end there, which is not
+written back); every other
 element inside a paragraph (fields, bookmarks, notes, frames, annotations) is a point written back untouched,
 and the paragraphs inside notes and frames are blocks of their own. Elements are never added or removed: only
 their text and the text after them (their ``tail``) change. An encrypted (password-protected) document is
@@ -14,24 +15,27 @@ refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
 from enzh.documents.markup import Close, Open, Tag, Text, arrange
-from enzh.documents.package import PartText, element_text, open_package, package_units, write_package, xml_part
+from enzh.documents.packages import open_package
+from enzh.documents.parts import PartText, element_text, package_units, write_package, xml_part
 from enzh.runtime.segment import needs_translation
 
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _DC = "{http://purl.org/dc/elements/1.1/}"
-_MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _PARAGRAPHS = (f"{_TEXT}p", f"{_TEXT}h")
 _INLINE = frozenset({f"{_TEXT}span", f"{_TEXT}a", f"{_TEXT}meta"})
-_SEPARATORS = {f"{_TEXT}s": " ", f"{_TEXT}tab": " ", f"{_TEXT}line-break": "\n"}
+# What a space, tab or line break stands for in the model's input. Text nodes never hold these (their white space
+# is read as spaces), so they come only from here and are dropped when the translation is written back.
+_SEPARATORS = {f"{_TEXT}s": "\t", f"{_TEXT}tab": "\t", f"{_TEXT}line-break": "\n"}
 _SPACE = str.maketrans("\t\n\r", "   ")  # ODF collapses white space in text: tabs and line ends are spaces
+_DROPPED = str.maketrans("", "", "\t\n")
 
 
 @dataclass
@@ -39,19 +43,15 @@ class _Reader:
     """One paragraph's text and marks; ``elements[i]`` is mark i's element, ``inline[i]`` whether it is a span."""
 
     text: str = ""
-    marks: list[Mark] | None = None
-    elements: list[Any] | None = None
-    inline: list[bool] | None = None
-
-    def __post_init__(self) -> None:
-        self.marks, self.elements, self.inline = [], [], []
+    marks: list[Mark] = field(default_factory=list)
+    elements: list[Any] = field(default_factory=list)
+    inline: list[bool] = field(default_factory=list)
 
     def add(self, value: str | None) -> None:
         if value:
             self.text += value.translate(_SPACE)
 
     def walk(self, element: Any, parent: int | None) -> None:
-        assert self.marks is not None and self.elements is not None and self.inline is not None
         self.add(element.text)
         for child in element:
             index = len(self.marks)
@@ -65,7 +65,7 @@ class _Reader:
                 self.marks.append(Mark(len(self.text), len(self.text), Tag("point", parent=parent)))
                 self.inline.append(False)
                 separator = _SEPARATORS.get(child.tag, "")
-                if separator and not (separator == " " and self.text[-1:].isspace()):
+                if separator and not (separator == "\t" and self.text[-1:].isspace()):
                     self.text += separator
             self.add(child.tail)
 
@@ -73,8 +73,7 @@ class _Reader:
 def paragraph_block(paragraph: Any) -> tuple[Block, Any] | None:
     """A paragraph's block and its writer; None when it has nothing to translate."""
     reader = _Reader()
-    reader.walk(paragraph, None)
-    assert reader.marks is not None and reader.elements is not None and reader.inline is not None
+    reader.walk(paragraph, None)  # as deep as the XML nests: libxml2 stops at 256 levels (no huge trees)
     if not needs_translation(reader.text):
         return None
     elements, inline = reader.elements, reader.inline
@@ -93,7 +92,7 @@ def paragraph_block(paragraph: Any) -> tuple[Block, Any] | None:
             elif isinstance(event, Close):
                 slot = (elements[event.mark], "tail")
             elif isinstance(event, Text) and event.text:
-                value = event.text.replace("\n", "")
+                value = event.text.translate(_DROPPED)
                 if value:
                     setattr(slot[0], slot[1], (getattr(slot[0], slot[1]) or "") + value)
         return before != [(paragraph.text, [(e.text, e.tail) for e in elements])]
@@ -121,25 +120,25 @@ class OdfFormat:
         kind = self.extensions[0]
         what = f"an OpenDocument {kind} file is expected (save it from LibreOffice as {kind})"
         package = open_package(source, kind, what)
-        mimetype = (package.member("mimetype") or b"").decode("ascii", "replace")
-        if not mimetype.startswith("application/vnd.oasis.opendocument.") or package.find("content.xml") is None:
+        names = package.names
+        mimetype = package.read("mimetype").decode("ascii", "replace") if "mimetype" in names else ""
+        if not mimetype.startswith("application/vnd.oasis.opendocument.") or "content.xml" not in names:
             raise DocumentError(f"the input is not an OpenDocument file (no mimetype and content.xml); {what}")
-        manifest = package.member("META-INF/manifest.xml") or b""
+        manifest = package.read("META-INF/manifest.xml") if "META-INF/manifest.xml" in names else b""
         if b"encryption-data" in manifest:
             raise DocumentError(f"the {kind} file is password-protected; save a copy without a password first")
         parts = []
         for name, within in (("content.xml", None), ("styles.xml", f"{_STYLE}master-page"), ("meta.xml", "")):
-            index = package.find(name)
-            if index is None:
+            if name not in names:
                 continue
-            tree, part = xml_part(package, index)
+            root, part = xml_part(package, name)
             if within == "":
-                for title in tree.getroot().iter(f"{_DC}title"):
+                for title in root.iter(f"{_DC}title"):
                     found = element_text(title)
                     if found is not None:
                         part.add(*found)
             else:
-                _paragraphs(tree.getroot(), part, within)
+                _paragraphs(root, part, within)
             parts.append(part)
         return package_units(package, parts)
 

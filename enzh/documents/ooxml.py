@@ -1,18 +1,20 @@
 """PowerPoint (.pptx) and Excel (.xlsx): the text of slides, notes and cells translated in their XML parts, every
-other member of the package copied byte for byte (:mod:`enzh.documents.package`).
+other member of the package copied byte for byte (:mod:`enzh.documents.parts`).
 
 pptx: every DrawingML paragraph (``a:p``) of every slide and notes slide: text frames of shapes (grouped ones
-too), placeholders, table cells and the speaker notes. Each text run (``a:r``) is a mark over its words, so its
+too), placeholders, table cells and the speaker notes; chart titles and axis titles; SmartArt text (its data and
+the drawing shown from it). Each text run (``a:r``) is a mark over its words, so its
 formatting (``a:rPr``: bold, colour, size, hyperlink) stays on the words it covered; a line break (``a:br``) and
 a field (``a:fld``: slide number, date) stay where they are and the text after them goes to the run after
-them. Runs are never added or removed. Not translated: slide layouts and masters (template text), charts,
-SmartArt, comments.
+them. Runs are never added or removed. Not translated: slide layouts and masters (template text), chart
+categories and series names (cached cell values of the chart's workbook), comments.
 
 xlsx: the shared strings (``xl/sharedStrings.xml``, where a cell's text lives) and inline strings of worksheets,
 rich text runs (``r``) as marks; phonetic runs are left as they are. A cell's value type never changes:
 formulas, their cached results, numbers, dates and booleans are in worksheet cells that are not read, so those
-parts stay byte for byte. Sheet names are not translated (formulas and defined names refer to them). Not
-translated: comments, charts, headers and footers.
+parts stay byte for byte. Sheet names are kept, unless the ``sheet_names`` option (``--sheet-names``) asks for
+them: then every reference to a renamed sheet follows (:mod:`enzh.documents.sheets`). Not translated: comments,
+charts, headers and footers.
 
 The packages are read with lxml rather than python-pptx or openpyxl: those rebuild every part they load when
 they save (openpyxl also drops what it does not model, such as shapes and charts), and the guarantee here is that
@@ -22,38 +24,25 @@ read the output back with them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.inline import Block, Mark, TranslatedBlock
 from enzh.documents.markup import Open, Tag, Text, arrange
-from enzh.documents.package import Package, PartText, open_package, package_units, parse_xml, write_package, xml_part
+from enzh.documents.options import DocumentOptions
+from enzh.documents.packages import open_package, to_xml
+from enzh.documents.parts import PartText, package_units, refuse_ole, write_package, xml_part
+from enzh.documents.sheets import REFERRING, SheetNames
 from enzh.runtime.segment import needs_translation
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_CT = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 _PML = "application/vnd.openxmlformats-officedocument.presentationml."
 _SML = "application/vnd.openxmlformats-officedocument.spreadsheetml."
-
-
-def content_types(package: Package) -> dict[str, str]:
-    """Member name -> its content type, from ``[Content_Types].xml`` (overrides, then defaults by extension)."""
-    index = package.find("[Content_Types].xml")
-    if index is None:
-        return {}
-    root = parse_xml(package, index).getroot()
-    defaults = {d.get("Extension", "").lower(): d.get("ContentType", "") for d in root.iter(f"{_CT}Default")}
-    overrides = {o.get("PartName", "").lstrip("/"): o.get("ContentType", "") for o in root.iter(f"{_CT}Override")}
-    found = {}
-    for info in package.infos:
-        name = info.filename
-        found[name] = overrides.get(name) or defaults.get(name.rpartition(".")[2].lower(), "")
-    return found
 
 
 # -- runs: a paragraph of text runs, line breaks and fields --------------------------------------------------------
@@ -68,8 +57,9 @@ class _Run:
 
 
 def runs_block(items: Iterable[_Run], preserve: bool) -> tuple[Block, Any] | None:
-    """A block of the runs' text (each run a mark, each boundary a point) and its writer; None when there is
-    nothing to translate. ``preserve``: set ``xml:space="preserve"`` on a text with spaces at its edges."""
+    """A block of the runs' text (each run a mark, each boundary a point; no mark for a lone run, so a workbook
+    of plain strings has none to place) and its writer; None when there is nothing to translate.
+    ``preserve``: set ``xml:space="preserve"`` on a text with spaces at its edges."""
     text = ""
     marks: list[Mark] = []
     runs: list[Any] = []
@@ -86,9 +76,11 @@ def runs_block(items: Iterable[_Run], preserve: bool) -> tuple[Block, Any] | Non
         text += value
     if not runs or not needs_translation(text):
         return None
+    if len(marks) == 1:
+        marks = []  # one run and nothing else: it takes the whole translation, no mark to place
 
     def write(block: Block, done: TranslatedBlock) -> bool:
-        texts = _run_texts(block, done, len(runs))
+        texts = _run_texts(block, done, len(runs)) if block.marks else [done.text]
         changed = False
         for t, value in zip(runs, texts, strict=True):
             if (t.text or "") != value:
@@ -141,7 +133,14 @@ def _sources(block: Block) -> list[str]:
 
 # -- pptx ---------------------------------------------------------------------------------------------------------
 
-_SLIDE_TYPES = (f"{_PML}slide+xml", f"{_PML}notesSlide+xml")
+_DML = "application/vnd.openxmlformats-officedocument.drawingml."
+_SLIDE_TYPES = (
+    f"{_PML}slide+xml",
+    f"{_PML}notesSlide+xml",
+    f"{_DML}chart+xml",  # titles and axis titles written as text (values and labels from cells are not text runs)
+    f"{_DML}diagramData+xml",  # SmartArt: its text, and the drawing PowerPoint shows it from (below)
+    "application/vnd.ms-office.drawingml.diagramDrawing+xml",
+)
 _PRESENTATIONS = (f"{_PML}presentation.main+xml", f"{_PML}slideshow.main+xml", f"{_PML}template.main+xml")
 
 
@@ -167,15 +166,16 @@ class PptxFormat:
 
     def read(self, source: bytes, field: str | None = None) -> Units:
         what = "a PowerPoint .pptx file is expected (an old .ppt must be saved as .pptx first)"
+        refuse_ole(source, ".pptx")
         package = open_package(source, ".pptx", what)
-        types = content_types(package)
+        types = package.content_types()
         if not any(kind in _PRESENTATIONS for kind in types.values()):
             raise DocumentError(f"the input is not a PowerPoint .pptx file (it has no presentation part); {what}")
         parts = []
-        for index, info in enumerate(package.infos):
-            if types.get(info.filename) in _SLIDE_TYPES:
-                tree, part = xml_part(package, index)
-                for paragraph in tree.getroot().iter(f"{_A}p"):
+        for name in package.names:
+            if types.get("/" + name) in _SLIDE_TYPES:
+                root, part = xml_part(package, name)
+                for paragraph in root.iter(f"{_A}p"):
                     found = runs_block(_drawing_paragraph(paragraph), preserve=False)
                     if found is not None:
                         part.add(*found)
@@ -216,26 +216,51 @@ class XlsxFormat:
     name: str = "xlsx"
     extensions: tuple[str, ...] = (".xlsx",)
     binary: bool = True
+    sheet_names: bool = False  # translate the sheets' names too (enzh.documents.sheets)
+
+    def configure(self, options: DocumentOptions) -> XlsxFormat:
+        return replace(self, sheet_names=options.sheet_names)
 
     def read(self, source: bytes, field: str | None = None) -> Units:
         what = "an Excel .xlsx file is expected (an old .xls must be saved as .xlsx first)"
+        refuse_ole(source, ".xlsx")
         package = open_package(source, ".xlsx", what)
-        types = content_types(package)
-        if not any(kind in _WORKBOOKS for kind in types.values()):
+        types = package.content_types()
+        workbooks = [name[1:] for name, kind in types.items() if kind in _WORKBOOKS]
+        if not workbooks:
             raise DocumentError(f"the input is not an Excel .xlsx file (it has no workbook part); {what}")
+        roots: dict[str, Any] = {}  # one tree per member, shared by the strings and the sheet names
+
+        def root(name: str) -> Any:
+            if name not in roots:
+                roots[name] = package.xml(name)
+            return roots[name]
+
+        def serialized(name: str) -> Callable[[], bytes]:
+            return lambda: to_xml(roots[name], package.read(name))
+
         parts = []
-        for index, info in enumerate(package.infos):
-            kind = types.get(info.filename)
+        for name in package.names:
+            kind = types.get("/" + name)
             if kind == f"{_SML}sharedStrings+xml":
-                tree, part = xml_part(package, index)
-                _strings(part, tree.getroot().iter(f"{_S}si"))
+                part = PartText(name, serialized(name))
+                _strings(part, root(name).iter(f"{_S}si"))
                 parts.append(part)
-            elif kind == f"{_SML}worksheet+xml" and b"inlineStr" in package.data[index]:
-                tree, part = xml_part(package, index)
-                cells = (c for c in tree.getroot().iter(f"{_S}c") if c.get("t") == "inlineStr")
+            elif kind == f"{_SML}worksheet+xml" and b"inlineStr" in package.read(name):
+                part = PartText(name, serialized(name))
+                cells = (c for c in root(name).iter(f"{_S}c") if c.get("t") == "inlineStr")
                 _strings(part, (s for c in cells for s in c.iterfind(f"{_S}is")))
                 parts.append(part)
-        return package_units(package, parts)
+        if not self.sheet_names:
+            return package_units(package, parts)
+        referring = [name for name in package.names if types.get("/" + name) in REFERRING]
+        sheets = SheetNames(workbooks[0], root, referring)
+        parts.append(sheets.part(serialized(workbooks[0])))
+
+        def after() -> dict[str, bytes]:
+            return {name: serialized(name)() for name in sheets.apply()}
+
+        return package_units(package, parts, after)
 
     def write(self, units: Units, translated: list[TranslatedBlock]) -> bytes:
         return write_package(units, translated)

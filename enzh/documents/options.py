@@ -23,8 +23,9 @@ class DocumentOptions:
     no conversion); ``source``: the document's language (en: pieces with Latin letters are translated, the rest
     kept; zh: pieces with Han characters); po and xliff only: ``fuzzy`` marks each machine translation as
     needing review (po: the ``fuzzy`` flag; XLIFF: its state), ``retranslate`` translates entries that already
-    have a translation too (by default they are kept); ``glossary``: terms with a fixed translation
-    (:mod:`enzh.runtime.glossary`)."""
+    have a translation too (by default they are kept); xlsx only: ``sheet_names`` translates the names of the
+    sheets too (references to them in formulas, defined names and charts follow); ``glossary``: terms with a
+    fixed translation (:mod:`enzh.runtime.glossary`)."""
 
     format: str
     field: str | None = None
@@ -35,6 +36,7 @@ class DocumentOptions:
     fuzzy: bool = True
     retranslate: bool = False
     glossary: Glossary | None = None
+    sheet_names: bool = False
 
     def __post_init__(self) -> None:
         require(self.format in FORMAT_NAMES, f"unknown format {self.format!r}; accepted: {', '.join(FORMAT_NAMES)}")
@@ -57,6 +59,7 @@ class DocumentOptions:
             (self.fuzzy and not self.retranslate) or self.format in L10N_FORMATS,
             f"fuzzy and retranslate apply to the po and xliff formats only, not {self.format}",
         )
+        require(not self.sheet_names or self.format == "xlsx", f"sheet_names applies to xlsx only, not {self.format}")
         require(self.source in SOURCES, f"unknown source {self.source!r}; accepted: {', '.join(SOURCES)}")
         require(
             self.glossary is None or isinstance(self.glossary, Glossary),
@@ -83,6 +86,7 @@ class DocumentOptions:
             "source": self.source,
             "fuzzy": self.fuzzy,
             "retranslate": self.retranslate,
+            "sheet_names": self.sheet_names,
         }
         if self.glossary:  # (only when given: journals written without one stay valid)
             key["glossary"] = self.glossary.fingerprint()

@@ -57,8 +57,7 @@ def parse_xml(data: bytes, what: str, counts: dict[str, int] | None = None, boun
     over :data:`~enzh.documents.limits.MAX_XML_ELEMENTS` of them, or over ``bound``, is a :class:`DocumentError`
     raised as soon as the count is passed."""
     etree = import_optional("lxml.etree", "Reading XML parts of a document")
-    doctype = data.find(b"<!DOCTYPE")
-    if doctype >= 0 and data.find(b"<!ENTITY", doctype) >= 0:
+    if _declares_entities(data):
         raise _entities(what)  # before libxml2 reads the declarations
     counts = {} if counts is None else counts
     tag = bound.tag if bound is not None else None
@@ -100,6 +99,17 @@ def parse_xml(data: bytes, what: str, counts: dict[str, int] | None = None, boun
     if dtd is not None and any(True for _ in dtd.iterentities()):
         raise _entities(what)  # declared in another encoding (UTF-16) than the byte check reads
     return root
+
+
+def _declares_entities(data: bytes) -> bool:
+    """Whether ``data`` declares an entity in a DOCTYPE, read as UTF-8 or, with a UTF-16 BOM or a UTF-16 first
+    character, as UTF-16 (where the bytes of ``<!ENTITY`` are interleaved with zeros)."""
+    for encoding, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")):
+        if data.startswith(bom) or data.startswith(b"<\x00" if encoding.endswith("le") else b"\x00<"):
+            data = data.decode(encoding, errors="replace").encode("utf-8")
+            break
+    doctype = data.find(b"<!DOCTYPE")
+    return doctype >= 0 and data.find(b"<!ENTITY", doctype) >= 0
 
 
 def _entities(what: str) -> DocumentError:

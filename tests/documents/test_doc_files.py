@@ -68,7 +68,13 @@ def test_traditional_chinese_conversion(tmp_path):
     ("name", "content", "extra", "message"),
     [
         ("missing.txt", None, [], "input file '.*missing.txt' does not exist"),
-        ("report.pdf", b"%PDF", [], "cannot tell the format of .*'.pdf'; accepted: .txt, .* or name it with --format"),
+        ("report.pdf", b"%PDF", [], "PDF is not supported: .* convert it to .docx or .odt first"),
+        (
+            "notes.rtf",
+            b"{\\rtf1}",
+            [],
+            "cannot tell the format of .*'.rtf'; accepted: .txt, .* or name it with --format",
+        ),
         ("bin.txt", b"\x00\x01\x02", [], "looks binary"),
         ("latin1.txt", b"caf\xe9\n", [], "is not UTF-8: byte 0xe9 at offset 3 .* UTF-8, with or without a BOM"),
         ("a.jsonl", b'{"id": 1}\n', [], "line 1 has no field 'text'"),

@@ -22,6 +22,7 @@ from enzh.cli.main import main
 from enzh.documents.api import parse, render, translate_document
 from enzh.documents.errors import DocumentError
 from enzh.documents.options import DocumentOptions
+from enzh.runtime.errors import OptionsError
 
 lxml_etree = pytest.importorskip("lxml.etree")
 NOT_A_MODEL: Any = object()  # hostile input is refused while it is read, before the translator is used
@@ -91,6 +92,8 @@ def png() -> bytes:
 
 def make_pptx() -> bytes:
     pptx = pytest.importorskip("pptx")
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
     from pptx.util import Inches
 
     presentation = pptx.Presentation()
@@ -115,6 +118,12 @@ def make_pptx() -> bytes:
     box = group.shapes.add_textbox(Inches(6), Inches(1), Inches(2), Inches(1))
     box.text_frame.text = "The weather is nice today."
     slide.shapes.add_picture(io.BytesIO(png()), Inches(7), Inches(5))
+    data = CategoryChartData()
+    data.categories = ["Apples", "Pears"]  # cached cell values of the chart's workbook: not translated
+    data.add_series("Sales", (1.5, 2.5))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(5), Inches(3), Inches(3), Inches(2), data)
+    chart.chart.has_title = True
+    chart.chart.chart_title.text_frame.text = "Where is the school?"
     slide.notes_slide.notes_text_frame.text = "My bicycle was stolen last night."
     second = presentation.slides.add_slide(presentation.slide_layouts[5])
     second.shapes.title.text = "2026"  # nothing to translate: the slide stays byte for byte
@@ -128,8 +137,9 @@ def test_pptx_text_frames_tables_groups_and_notes_keep_their_structure():
 
     source = make_pptx()
     output = translated(source, "pptx")
-    assert changed_members(source, output) == ["ppt/slides/slide1.xml", "ppt/notesSlides/notesSlide1.xml"]
-    for name in changed_members(source, output):
+    changed = changed_members(source, output)
+    assert sorted(changed) == ["ppt/charts/chart1.xml", "ppt/notesSlides/notesSlide1.xml", "ppt/slides/slide1.xml"]
+    for name in changed:
         assert same_but_text(member(source, name), member(output, name))
     before, after = Presentation(io.BytesIO(source)), Presentation(io.BytesIO(output))
     assert len(after.slides) == 2
@@ -151,6 +161,68 @@ def test_pptx_text_frames_tables_groups_and_notes_keep_their_structure():
     assert next(iter(shapes[3].shapes)).text_frame.text == "THE WEATHER IS NICE TODAY."
     assert after.slides[0].notes_slide.notes_text_frame.text == "MY BICYCLE WAS STOLEN LAST NIGHT."
     assert after.slides[1].shapes.title.text == "2026"
+    chart = shapes[5].chart
+    assert chart.chart_title.text_frame.text == "WHERE IS THE SCHOOL?"
+    assert list(chart.plots[0].categories) == ["Apples", "Pears"] and chart.series[0].name == "Sales"
+
+
+def test_pptx_smartart_text_is_translated():
+    """SmartArt keeps its text in a diagram data part and the drawing PowerPoint shows: both are translated."""
+    types = member(make_pptx(), "[Content_Types].xml").replace(
+        b"</Types>",
+        b'<Override PartName="/ppt/diagrams/data1.xml" '
+        b'ContentType="application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml"/></Types>',
+    )
+    diagram = (
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        b'<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+        b'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst><dgm:pt modelId="1">'
+        b"<dgm:t><a:bodyPr/><a:p><a:r><a:t>I like apples.</a:t></a:r></a:p></dgm:t></dgm:pt></dgm:ptLst>"
+        b"</dgm:dataModel>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as written:
+        for info, old in members(make_pptx()):
+            written.writestr(info, types if info.filename == "[Content_Types].xml" else old)
+        written.writestr("ppt/diagrams/data1.xml", diagram)
+    output = translated(out.getvalue(), "pptx")
+    assert member(output, "ppt/diagrams/data1.xml") == diagram.replace(b"I like apples.", b"I LIKE APPLES.")
+
+
+def test_members_written_by_office_keep_their_zero_attributes():
+    """Office writes members with no external attributes (0), which Python's zipfile would turn into 0o600."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as written:
+        for info, data in members(make_pptx()):
+            written.writestr(info, data)
+            info.external_attr = 0  # the directory is written at close
+    source = out.getvalue()
+    assert {info.external_attr for info, _ in members(source)} == {0}
+    output = translated(source, "pptx")
+    assert {info.external_attr for info, _ in members(output)} == {0}
+    assert sorted(changed_members(source, output)) == [
+        "ppt/charts/chart1.xml",
+        "ppt/notesSlides/notesSlide1.xml",
+        "ppt/slides/slide1.xml",
+    ]
+
+
+def test_odf_tabs_and_spaces_are_read_as_separators_and_not_written_back():
+    pytest.importorskip("odf")
+    from odf import text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    paragraph = text.P(text="Name:")
+    paragraph.addElement(text.Tab())
+    paragraph.addText("I like apples.")
+    document.text.addElement(paragraph)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    units = parse(buffer.getvalue(), DocumentOptions(format="odt")).units
+    assert [block.text for block in units.blocks] == ["Name:\tI like apples."]
+    output = translated(buffer.getvalue(), "odt")
+    assert b"<text:p>NAME:<text:tab/>I LIKE APPLES.</text:p>" in member(output, "content.xml")
 
 
 def test_pptx_on_the_demo_model(demo_translator):
@@ -266,6 +338,143 @@ def test_xlsx_on_the_demo_model(demo_translator):
         assert isinstance(output, bytes)
         sheet = openpyxl.load_workbook(io.BytesIO(output))["Prices"]
         assert (sheet["A1"].value, sheet["B1"].value, sheet["A2"].value) == ("学校在哪里？", "我喜欢苹果。", 3.25)
+
+
+def test_plain_strings_carry_no_marks_so_big_workbooks_stay_under_the_mark_limit(monkeypatch):
+    """A workbook of 100,001 plain strings (parsed in about 3 s) once went over MAX_MARKS (100,000): a string of
+    one run has no mark to place. Shown here with the limit lowered to 3 and 10 strings."""
+    from enzh.documents import limits
+
+    xlsxwriter = pytest.importorskip("xlsxwriter")
+    monkeypatch.setattr(limits, "MAX_MARKS", 3)
+    buffer = io.BytesIO()
+    book = xlsxwriter.Workbook(buffer, {"in_memory": True})
+    sheet = book.add_worksheet()
+    for row in range(10):
+        sheet.write_string(row, 0, f"Row {row} of the sheet.")
+    sheet.write_rich_string(10, 0, "My bicycle ", book.add_format({"bold": True}), "was stolen")  # two marks
+    book.close()
+    units = parse(buffer.getvalue(), DocumentOptions(format="xlsx")).units
+    assert [len(block.marks) for block in units.blocks] == [0] * 10 + [2]
+    import openpyxl
+
+    output = openpyxl.load_workbook(io.BytesIO(translated(buffer.getvalue(), "xlsx"))).active
+    assert [output.cell(row + 1, 1).value for row in range(11)] == [f"ROW {row} OF THE SHEET." for row in range(10)] + [
+        "MY BICYCLE WAS STOLEN"
+    ]
+
+
+def make_referring_xlsx() -> bytes:
+    """Two sheets, and references to the first in formulas, a defined name, a chart, a hyperlink and app.xml."""
+    openpyxl = pytest.importorskip("openpyxl")
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.workbook.defined_name import DefinedName
+
+    book = openpyxl.Workbook()
+    prices = book.active
+    prices.title = "Price list"
+    prices.append(["Where is the school?", 3.25])
+    prices.append(["I like apples.", 4.5])
+    notes = book.create_sheet("Notes")
+    notes["A1"] = "='Price list'!B1*2"
+    notes["A2"] = "=CONCATENATE(\"Price list!\", 'Price list'!A1)"  # the text in quotes is not a reference
+    notes["A3"] = "=SUM('Price list:Notes'!B1)"
+    notes["A4"] = "=notes!A1+1"  # Excel compares sheet names without case
+    notes["A5"] = "See the prices."
+    notes["A5"].hyperlink = "#'Price list'!A1"
+    book.defined_names["total"] = DefinedName("total", attr_text="'Price list'!$B$1:$B$2")
+    chart = BarChart()
+    chart.add_data(Reference(prices, min_col=2, min_row=1, max_row=2))
+    notes.add_chart(chart, "C1")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_sheet_names_are_kept_by_default_and_translated_on_request_with_their_references():
+    import openpyxl
+
+    source = make_referring_xlsx()
+    kept = openpyxl.load_workbook(io.BytesIO(translated(source, "xlsx")))
+    assert kept.sheetnames == ["Price list", "Notes"]
+    options = DocumentOptions(format="xlsx", sheet_names=True)
+    output = render(parse(source, options), upper, options)
+    assert isinstance(output, bytes)
+    book = openpyxl.load_workbook(io.BytesIO(output))
+    assert book.sheetnames == ["PRICE LIST", "NOTES"]
+    notes = book["NOTES"]
+    assert notes["A1"].value == "='PRICE LIST'!B1*2"
+    assert notes["A2"].value == "=CONCATENATE(\"Price list!\", 'PRICE LIST'!A1)"
+    assert notes["A3"].value == "=SUM('PRICE LIST:NOTES'!B1)"
+    assert notes["A4"].value == "='NOTES'!A1+1"
+    assert notes["A5"].value == "SEE THE PRICES."
+    assert book.defined_names["total"].attr_text == "'PRICE LIST'!$B$1:$B$2"
+    chart = member(output, "xl/charts/chart1.xml").decode()
+    assert "<f>'PRICE LIST'!$B$1:$B$2</f>" in chart and "Price list" not in chart
+    assert "'PRICE LIST'!A1" in member(output, "xl/worksheets/sheet2.xml").decode()  # the hyperlink's location
+    assert book["PRICE LIST"]["B2"].value == 4.5
+
+
+def test_sheet_names_are_made_valid_and_unique():
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.title = "Summary"
+    book.create_sheet("Overview")["A1"] = "=Summary!A1"
+    book.create_sheet("Details")
+    buffer = io.BytesIO()
+    book.save(buffer)
+    names = {"Summary": "Résumé: total / part?", "Overview": "Résumé: total / part?", "Details": "History"}
+    options = DocumentOptions(format="xlsx", sheet_names=True)
+    output = render(parse(buffer.getvalue(), options), lambda texts: [names.get(t, t) for t in texts], options)
+    assert isinstance(output, bytes)
+    book = openpyxl.load_workbook(io.BytesIO(output))
+    assert book.sheetnames == ["Résumé  total   part", "Résumé  total   part (2)", "Details"]
+    assert book["Résumé  total   part (2)"]["A1"].value == "='Résumé  total   part'!A1"
+    with pytest.raises(OptionsError, match="sheet_names applies to xlsx only, not pptx"):
+        DocumentOptions(format="pptx", sheet_names=True)
+
+
+def test_cli_sheet_names_option(tmp_path, capsys, demo_translator):
+    import openpyxl
+
+    from enzh.documents.sheets import valid_name
+
+    source, output = tmp_path / "book.xlsx", tmp_path / "out.xlsx"
+    source.write_bytes(make_referring_xlsx())
+    assert main(["translate-file", str(source), str(output), "--sheet-names"]) == 0, capsys.readouterr().err
+    taken: set[str] = set()
+    expected = [
+        valid_name(t, o, taken)
+        for t, o in zip(demo_translator.translate(["Price list", "Notes"]), ["Price list", "Notes"], strict=True)
+    ]
+    book = openpyxl.load_workbook(output)
+    assert book.sheetnames == expected and expected != ["Price list", "Notes"]
+    assert book[expected[1]]["A1"].value == f"='{expected[0]}'!B1*2"  # the reference follows the new name
+    slides = tmp_path / "deck.pptx"
+    slides.write_bytes(make_pptx())
+    assert main(["translate-file", str(slides), str(tmp_path / "out.pptx"), "--sheet-names"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "sheet_names applies to xlsx only, not pptx" in err, err
+
+
+def test_chinese_workbook_and_slides_into_english(tmp_path, capsys):
+    """--source auto (the default) tells Chinese from the cells' and slides' text and picks the zh->en model."""
+    openpyxl = pytest.importorskip("openpyxl")
+    from pptx import Presentation
+
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A2"], book.active["B1"] = "学校在哪里？", "我喜欢苹果。", 12
+    book.save(tmp_path / "zh.xlsx")
+    assert main(["translate-file", str(tmp_path / "zh.xlsx"), str(tmp_path / "en.xlsx")]) == 0, capsys.readouterr()
+    sheet = openpyxl.load_workbook(tmp_path / "en.xlsx").active
+    assert (sheet["A1"].value, sheet["A2"].value, sheet["B1"].value) == ("Where is the school?", "I like apples.", 12)
+    presentation = Presentation()
+    presentation.slides.add_slide(presentation.slide_layouts[0]).shapes.title.text = "今天天气很好。"
+    presentation.save(tmp_path / "zh.pptx")
+    assert main(["translate-file", str(tmp_path / "zh.pptx"), str(tmp_path / "en.pptx")]) == 0, capsys.readouterr()
+    title = Presentation(tmp_path / "en.pptx").slides[0].shapes.title.text
+    assert title == "The weather is nice today."
 
 
 # -- odt, odp -------------------------------------------------------------------------------------------------------
@@ -535,10 +744,16 @@ def hostile(tmp_path_factory) -> dict[tuple[str, str], tuple[bytes, str]]:
     for format, make in MAKERS.items():
         good = make(tmp)
         part = PARTS[format]
-        cases[format, "truncated"] = (good[: len(good) * 2 // 3], rf"not a readable \.{format} file .*truncated zip")
+        cases[format, "truncated"] = (
+            good[: len(good) * 2 // 3],
+            rf"the input is not a \.{format} file \(not a zip package: File is not a zip file\)",
+        )
         cases[format, "zip bomb"] = (with_bomb(bomb, good), r"declares 31\d,\d{3},\d{3} bytes unpacked.*MAX_ZIP_BYTES")
         cases[format, "entity bomb"] = (with_member(good, part, LAUGHS), rf"'{re.escape(part)}' declares XML entities")
-        cases[format, "not a package"] = (b"%PDF-1.7\n" + b"x" * 100, rf"not a readable \.{format} file")
+        cases[format, "not a package"] = (
+            b"%PDF-1.7\n" + b"x" * 100,
+            rf"the input is not a \.{format} file \(not a zip package",
+        )
     return cases
 
 
@@ -566,6 +781,30 @@ def test_cli_refuses_hostile_packages_with_exit_2_and_no_output(format, hostile,
         assert err.startswith("enzh translate-file: error: ") and err.count("\n") == 1, err
         assert re.search(message, err), err
         assert not output.exists() and list(tmp_path.iterdir()) == [source]
+
+
+def test_xml_nested_past_libxml2s_depth_is_refused():
+    """300 nested spans in a paragraph: libxml2 stops at 256 levels without huge trees, before any recursion."""
+    content = member(make_odt(), "content.xml")
+    deep = b"<text:span>" * 300 + b"I like apples." + b"</text:span>" * 300
+    data = with_member(
+        make_odt(), "content.xml", content.replace(b"<text:p>2026</text:p>", b"<text:p>" + deep + b"</text:p>")
+    )
+    with pytest.raises(
+        DocumentError, match=r"'content\.xml' is not well-formed XML \(Excessive depth in document: 256"
+    ):
+        translate_document(NOT_A_MODEL, data, format="odt")
+
+
+def test_a_damaged_member_is_refused_before_anything_is_translated():
+    """The zip's directory is intact but the deflated bytes of content.xml are not (a flipped byte)."""
+    source = bytearray(make_odt())
+    with zipfile.ZipFile(io.BytesIO(bytes(source))) as package:
+        info = package.getinfo("content.xml")
+    middle = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
+    source[middle] ^= 0xFF
+    with pytest.raises(DocumentError, match=r"\.odt .*'content\.xml'.*damaged|\.odt package is damaged"):
+        translate_document(NOT_A_MODEL, bytes(source), format="odt")
 
 
 def test_a_utf16_entity_bomb_and_an_ole_file_are_refused():

@@ -90,7 +90,16 @@ def test_format_detection():
         "tsv",
         "html",
     ]
-    with pytest.raises(DocumentError, match=r"'\.pdf'; accepted: \.txt, .*--format"):
+    assert [detect_format(n) for n in ("a.pptx", "b.XLSX", "c.epub", "d.odt", "e.odp")] == [
+        "pptx",
+        "xlsx",
+        "epub",
+        "odt",
+        "odp",
+    ]
+    with pytest.raises(DocumentError, match=r"'\.rtf'; accepted: \.txt, .*--format"):
+        detect_format("report.rtf")
+    with pytest.raises(DocumentError, match=r"^PDF is not supported: .*\(LibreOffice: soffice .*, or pdf2docx\)"):
         detect_format("report.pdf")
     with pytest.raises(DocumentError, match="no extension"):
         detect_format("README")
