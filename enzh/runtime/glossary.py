@@ -24,6 +24,7 @@ TBX is not read: no maintained, light library for it fits the runtime's dependen
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from pathlib import Path
 from enzh.runtime.errors import EnzhError
 
 FLAGS = ("case-sensitive", "inside-words")
+MAX_FILE_BYTES = 64 << 20  # a glossary file larger than this is refused (it is read whole)
 
 # Characters of scripts written without spaces (Han, kana, hangul, CJK and full-width punctuation): no word
 # boundary is needed next to them.
@@ -86,6 +88,13 @@ class Entry:
         return re.compile(body, 0 if self.case_sensitive else re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _compiled(entry: Entry) -> re.Pattern[str]:
+    """``entry.pattern()``, compiled once for the glossaries that share the entry (a server's glossary combined
+    with each request's own)."""
+    return entry.pattern()
+
+
 def _needs_boundary(char: str) -> bool:
     return bool(re.match(r"\w", char)) and not _NO_SPACE.match(char)
 
@@ -117,7 +126,7 @@ class Glossary:
                     "keep one entry per source term"
                 )
             seen[entry.key] = entry
-        object.__setattr__(self, "_patterns", tuple(entry.pattern() for entry in self.entries))
+        object.__setattr__(self, "_patterns", tuple(_compiled(entry) for entry in self.entries))
         # A quick first test: an entry's first word, case folded, must be in the text's case-folded form for its
         # pattern to be tried (10,000 entries check a sentence in a few milliseconds).
         object.__setattr__(self, "_prefixes", tuple(entry.source.split()[0].casefold() for entry in self.entries))
@@ -142,6 +151,12 @@ class Glossary:
         malformed."""
         where = Path(path)
         try:
+            size = where.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise GlossaryError(
+                    f"glossary {where} has {size} bytes; at most {MAX_FILE_BYTES} are read (split it, or keep the "
+                    "terms the texts need)"
+                )
             data = where.read_bytes()
         except OSError as exc:
             raise GlossaryError(f"cannot read glossary {where}: {exc.strerror or exc}") from None
