@@ -74,8 +74,9 @@ class Entry:
 
     @property
     def key(self) -> str:
-        """What two entries must not share: the source term as it is matched."""
-        return self.source if self.case_sensitive else self.source.casefold()
+        """What two entries must not share: the source term as it is matched (any run of spaces as one)."""
+        words = " ".join(self.source.split())
+        return words if self.case_sensitive else words.casefold()
 
     def pattern(self) -> re.Pattern[str]:
         """The regular expression finding this entry's source term (see the module docstring)."""
