@@ -24,6 +24,7 @@ TBX is not read: no maintained, light library for it fits the runtime's dependen
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from pathlib import Path
 from enzh.runtime.errors import EnzhError
 
 FLAGS = ("case-sensitive", "inside-words")
+MAX_FILE_BYTES = 64 << 20  # a glossary file larger than this is refused (it is read whole)
 
 # Characters of scripts written without spaces (Han, kana, hangul, CJK and full-width punctuation): no word
 # boundary is needed next to them.
@@ -72,8 +74,9 @@ class Entry:
 
     @property
     def key(self) -> str:
-        """What two entries must not share: the source term as it is matched."""
-        return self.source if self.case_sensitive else self.source.casefold()
+        """What two entries must not share: the source term as it is matched (any run of spaces as one)."""
+        words = " ".join(self.source.split())
+        return words if self.case_sensitive else words.casefold()
 
     def pattern(self) -> re.Pattern[str]:
         """The regular expression finding this entry's source term (see the module docstring)."""
@@ -84,6 +87,13 @@ class Entry:
             if _needs_boundary(self.source[-1]):
                 body = body + r"(?!\w)"
         return re.compile(body, 0 if self.case_sensitive else re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _compiled(entry: Entry) -> re.Pattern[str]:
+    """``entry.pattern()``, compiled once for the glossaries that share the entry (a server's glossary combined
+    with each request's own)."""
+    return entry.pattern()
 
 
 def _needs_boundary(char: str) -> bool:
@@ -117,7 +127,10 @@ class Glossary:
                     "keep one entry per source term"
                 )
             seen[entry.key] = entry
-        object.__setattr__(self, "_patterns", tuple(entry.pattern() for entry in self.entries))
+        object.__setattr__(self, "_patterns", tuple(_compiled(entry) for entry in self.entries))
+        # A quick first test: an entry's first word, case folded, must be in the text's case-folded form for its
+        # pattern to be tried (10,000 entries check a sentence in a few milliseconds).
+        object.__setattr__(self, "_prefixes", tuple(entry.source.split()[0].casefold() for entry in self.entries))
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, str], *, origin: str = "glossary") -> Glossary:
@@ -139,6 +152,12 @@ class Glossary:
         malformed."""
         where = Path(path)
         try:
+            size = where.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise GlossaryError(
+                    f"glossary {where} has {size} bytes; at most {MAX_FILE_BYTES} are read (split it, or keep the "
+                    "terms the texts need)"
+                )
             data = where.read_bytes()
         except OSError as exc:
             raise GlossaryError(f"cannot read glossary {where}: {exc.strerror or exc}") from None
@@ -193,9 +212,11 @@ class Glossary:
     def matches(self, text: str) -> list[tuple[int, int, Entry]]:
         """Every occurrence of a source term in ``text`` as (start, end, entry), in text order: where matches
         overlap, the longest wins (then the earliest, then the entry listed first)."""
+        folded = text.casefold()
         found = [
             (m.start(), m.end(), index)
-            for index, pattern in enumerate(self._patterns)  # type: ignore[attr-defined]
+            for index, (prefix, pattern) in enumerate(zip(self._prefixes, self._patterns, strict=True))  # type: ignore[attr-defined]
+            if prefix in folded
             for m in pattern.finditer(text)
             if m.end() > m.start()
         ]

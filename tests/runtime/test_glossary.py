@@ -104,3 +104,24 @@ def test_chinese_source_terms_match_without_word_boundaries() -> None:
 def test_entries_with_the_same_target_add_up() -> None:
     glossary = Glossary.from_mapping({"NYC": "纽约市", "New York": "纽约市"})
     assert glossary.match("NYC is New York.") == (Term("纽约市", 2, "glossary entry 'NYC'"),)
+
+
+def test_a_file_over_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from enzh.runtime import glossary
+
+    path = tmp_path / "big.tsv"
+    path.write_text("Tom\t汤马斯\n" * 10, encoding="utf-8")
+    monkeypatch.setattr(glossary, "MAX_FILE_BYTES", 64)
+    with pytest.raises(GlossaryError, match=r"big.tsv has 140 bytes; at most 64 are read"):
+        Glossary.read(path)
+
+
+def test_combining_a_server_glossary_with_a_request_one() -> None:
+    from enzh.runtime.glossary import combine
+
+    server = Glossary.parse("Tom\t汤马斯\nBeijing\t北京市\n", name="server.tsv")
+    request = Glossary.from_mapping({"tom": "汤米"})
+    combined = combine(server, request)
+    assert combined is not None
+    assert [(e.source, e.target) for e in combined.entries] == [("Beijing", "北京市"), ("tom", "汤米")]
+    assert combine(server, None) is server and combine(None, request) is request and combine(None, None) is None

@@ -159,3 +159,11 @@ def test_n_best_and_argument_checks() -> None:
         constrained_nbest(BigramDecoder([0]), 1, replace(decoding, num_beams=1), [TERMS[0]], 2)
     with pytest.raises(ValueError, match="at least one token"):
         Constraint((), 1)
+
+
+def test_a_term_the_model_can_never_score_ends_unmet() -> None:
+    # A token every step bans (as pad here, or one outside a shortlisted variant's candidates): the term cannot be
+    # placed; decoding still ends, within max_length, and says so.
+    found = run([0], [(Constraint((5, PAD), 1),)], settings(4, max_length=12))[0]
+    assert found.unmet == 1
+    assert len(found.token_ids) <= 11 and PAD not in found.token_ids

@@ -117,3 +117,14 @@ def test_the_router_passes_the_glossary_to_each_direction() -> None:
     )
     assert found[0].text.count("汤马斯") == 1
     assert len(re.findall(r"\bThomas\b", found[1].text)) == 1
+
+
+def test_a_sentence_split_into_parts_gets_its_terms_in_each_part(demo_translator) -> None:
+    text = "Mary likes " + "red and " * 300 + "Mary likes blue."
+    prepared = demo_translator.prepare_text(text, ">>cmn_Hans<<")
+    assert [len(ids) for ids in prepared.sources[0]] == [512, 400]  # longer than the model's positions
+    glossary = Glossary.from_mapping({"Mary": "玛莉"})
+    constraints = demo_translator.glossary_constraints(prepared, glossary, ">>cmn_Hans<<")
+    assert [[c.count for c in part] for part in constraints] == [[1], [1]]
+    found = demo_translator.translate_detailed([text], glossary=glossary, max_new_tokens=40)[0]
+    assert found.parts == 2 and found.text.count("玛莉") == 2
