@@ -187,7 +187,7 @@ def _alignments(
     for layout, (sentence_ids, _) in zip(layouts, requests, strict=True):
         for s, j in zip(layout.sentences, sentence_ids, strict=True):
             if j >= 0 and needs_alignment(s.piece.text, s.fragments):
-                pairs[s.piece.text, done[j]] = None
+                pairs[s.model_input, done[j]] = None
     if not pairs:
         return {}
     found = list(align(list(pairs)))
@@ -248,6 +248,13 @@ class _Sentence:
     translated: bool
     fragments: list[Fragment]
     part: bool = False
+
+    @property
+    def model_input(self) -> str:
+        """What the model is given: the sentence; a part without a final stop gets a period (the model translates
+        sentence-like input better, as for anchors), which its translation then loses (:func:`_part_output`)."""
+        text = self.piece.text
+        return text + "." if self.part and not text.endswith(tuple(_STOPS)) else text
 
 
 @dataclass
@@ -350,7 +357,7 @@ class _Layout:
 
     def requests(self, ask: Callable[[str], int]) -> _Requests:
         """Ask for each sentence's translation and each fragment's anchor translation (indices into the batch)."""
-        sentences = [ask(s.piece.text) if s.translated else -1 for s in self.sentences]
+        sentences = [ask(s.model_input) if s.translated else -1 for s in self.sentences]
         anchors: list[list[int | None]] = []
         for s in self.sentences:
             asked: list[int | None] = []
@@ -382,7 +389,7 @@ class _Layout:
             zip(self.sentences, outputs, anchor_ids, _offsets(text, outputs, pieces), strict=True)
         ):
             anchors = [done[j] if j is not None else None for j in ids]
-            alignment = alignments.get((s.piece.text, raw[k]))
+            alignment = alignments.get((s.model_input, raw[k]))
             placed: list[Placed] = place_sentence(s.piece.text, output, s.fragments, anchors, s.translated, alignment)
             for f, (fragment, result) in enumerate(zip(s.fragments, placed, strict=True)):
                 i = fragment.mark

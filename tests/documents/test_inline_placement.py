@@ -131,21 +131,21 @@ def test_a_mark_that_lost_its_words_gets_its_own_part_translated_on_its_own():
         "He ordered six cups of coffee last year.": "他去年点了六杯咖啡。",
         "six cups of coffee.": "六杯咖啡。",
         "last year.": "去年。",
-        "He ordered six cups of coffee": "他点了六杯咖啡。",
+        "He ordered six cups of coffee.": "他点了六杯咖啡。",  # a part is given a period, as an anchor is
     }
     block = Block("He ordered six cups of coffee last year.", (Mark(11, 29, "b"), Mark(30, 39, "i")))
     translate = scripted(table)
     [result] = translate_blocks([block], translate)
     assert result.text == "他点了六杯咖啡去年。"
     assert spans(result) == ["六杯咖啡", "去年"] and result.placement == ("sure", "own")
-    assert translate.asked[1] == ["He ordered six cups of coffee", "last year.", "six cups of coffee."]
+    assert translate.asked[1] == ["He ordered six cups of coffee.", "last year.", "six cups of coffee."]
     assert lost_marks(block, result) == []
 
 
 def test_a_part_whose_translation_has_no_word_left_is_kept_as_written():
     # The sentence comes back as punctuation only: the mark has no unit it may wrap (a gap of punctuation), so it
     # lost its words; its part "Tom" is answered with punctuation only too, and is then kept as written.
-    table = {"Anna met Tom today.": "！。", "Anna met": "安娜见了", "Tom": "！", "today.": "今天。"}
+    table = {"Anna met Tom today.": "！。", "Anna met.": "安娜见了。", "Tom.": "！", "today.": "今天。"}
     block = Block("Anna met Tom today.", (Mark(9, 12, "b"),))
     [result] = translate_blocks([block], scripted(table))
     assert result.text == "安娜见了Tom 今天。"  # a part left in Latin script keeps its space
