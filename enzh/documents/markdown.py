@@ -15,6 +15,7 @@ input's lines.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ _ENTITY_LIKE = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _LINE_MARKUP = re.compile(r"[#>+=|-]")
+_SHORT_LINES = 40  # a paragraph of 3 lines or more, shorter than this on average, is translated line by line
+logger = logging.getLogger("enzh")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ class _Region:
     soft: tuple[tuple[int, float, str], ...]  # (line of the text, relative position in it, raw source)
     hard: tuple[str, ...]  # raw source of each "\n" of the text
     table: bool
+    slots: tuple[int, ...] = ()  # per soft break: the pieces of markup before it in the source
+    verbatims: tuple[tuple[int, str], ...] = ()  # (mark, its text in the inline content) where the raw differs
+    signature: tuple[Any, ...] = ()  # the inline tokens' structure (markup_signature), which the output must have
 
 
 def _parser() -> Any:
@@ -80,23 +86,39 @@ class MarkdownFormat:
         blocks: list[Block] = []
         regions: list[_Region] = []
         previous = ""
-        for token in _parser().parse(source):
+        env: dict[str, Any] = {}
+        for token in _parser().parse(source, env):
             if token.type == "inline" and token.map is not None and token.map[0] >= front_lines:
                 found = _inline_block(token, source, lines, starts, cursors, table=previous in ("th_open", "td_open"))
                 if found is not None and needs_translation(_outside_verbatim(found[0])):
                     blocks.append(found[0])
                     regions.append(found[1])
             previous = token.type
-        return Units(blocks, (source, regions))
+        return Units(blocks, (source, regions, env))
 
     def write(self, units: Units, translated: Sequence[TranslatedBlock]) -> str:
-        source, regions = units.layout
+        source, regions, env = units.layout
+        parser = _parser()
         out: list[str] = []
         last = 0
+        kept = 0
         for block, region, done in zip(units.blocks, regions, translated, strict=True):
-            out += [source[last : region.start], _render(block, done, region)]
+            out.append(source[last : region.start])
+            for spaced in (False, True):
+                if _verified(parser, env, _render(block, done, region, spaced=spaced, content=True), region):
+                    out.append(_render(block, done, region, spaced=spaced))
+                    break
+            else:  # no rendering reads back as the same markup: the source is kept (its structure is exact)
+                out.append(source[region.start : region.end])
+                kept += 1
             last = region.end
         out.append(source[last:])
+        if kept:
+            logger.warning(
+                "Markdown: %d of %d blocks kept untranslated (their translation read back as other markup)",
+                kept,
+                len(regions),
+            )
         return "".join(out)
 
 
@@ -153,7 +175,17 @@ def _inline_block(
     hard: list[tuple[int, str]] = []
     spans: dict[int, tuple[int, int, Tag]] = {}
     order: list[int] = []  # atom index of each mark, in order of opening
+    events = 0  # pieces of markup (opening, closing, verbatim) so far
+    slots: list[int] = []  # of each soft break
+    verbatims: list[tuple[int, str]] = []
+    runs: list[tuple[int, int, int | None, list[int]]] = []  # text between two pieces of markup with soft breaks
+    run_from = 0  # where the text since the last piece of markup starts
     for i, (atom, atom_raw) in enumerate(zip(atoms, raw, strict=True)):
+        if atom.kind in ("open", "close", "verbatim"):
+            events += 1
+            if runs and runs[-1][1] < 0:
+                runs[-1] = (runs[-1][0], len(text), *runs[-1][2:])
+            run_from = len(text) + (len(atom.plain) if atom.kind == "verbatim" else 0)
         parent = open_marks[-1][3] if open_marks else None
         if atom.kind == "open":
             check_depth(len(open_marks) + 1)  # refused while reading (markdown-it itself nests them flat)
@@ -164,21 +196,98 @@ def _inline_block(
             parent = open_marks[-1][3] if open_marks else None
             spans[j] = (start, len(text), Tag(atoms[j].mark, raw_open, atom_raw, parent))
         elif atom.kind == "verbatim":
+            if token.content[atom.start : atom.end] != atom_raw:  # a line prefix inside (code across lines)
+                verbatims.append((len(order), token.content[atom.start : atom.end]))
             order.append(i)
             spans[i] = (len(text), len(text) + len(atom.plain), Tag("verbatim", parent=parent, verbatim=atom_raw))
             text += atom.plain
         elif atom.kind == "soft":
+            if not runs or runs[-1][1] >= 0:
+                runs.append((run_from, -1, parent, []))
+            runs[-1][3].append(len(text))
             soft.append((len(text), atom_raw))
+            slots.append(events)
             text += " "
         elif atom.kind == "hard":
             hard.append((len(text), atom_raw))
             text += "\n"
         else:
             text += atom.plain
+    if runs and runs[-1][1] < 0:
+        runs[-1] = (runs[-1][0], len(text), *runs[-1][2:])
     marks = [Mark(*spans[i]) for i in order]
-    text, places, newlines = sentence_breaks(text, soft, hard)
-    region = _Region(to_source(0), to_source(len(token.content)), places, newlines, table)
-    return Block(text, tuple(marks)), region
+    if len(soft) >= 2 and len(text) / (len(soft) + 1) < _SHORT_LINES:  # short lines (a list, an address)
+        chars = list(text)
+        for at, _ in soft:
+            chars[at] = "\n"
+        text = "".join(chars)
+        hard = sorted(hard + soft)
+        soft, slots, runs = [], [], []
+    broken, places, newlines = sentence_breaks(text, soft, hard)
+    slots = [slot for (at, _), slot in zip(soft, slots, strict=True) if broken[at] != "\n"]
+    # A run of text with a soft break in a sentence must keep words of its own, or the break has no place between
+    # the same two pieces of markup: it becomes an invisible mark (kind "line"), which the placement keeps non-empty
+    # (in a block with markup only).
+    kept_runs = [
+        (start, end, parent)
+        for start, end, parent, breaks in runs
+        if marks and any(broken[at] != "\n" for at in breaks) and any(char.isalnum() for char in text[start:end])
+    ]
+    marks, renumber = _with_runs(marks, kept_runs)
+    verbatims = [(renumber[number], inline) for number, inline in verbatims]
+    region = _Region(
+        to_source(0),
+        to_source(len(token.content)),
+        places,
+        newlines,
+        table,
+        slots=tuple(slots),
+        signature=markup_signature(token.children),
+        verbatims=tuple(verbatims),
+    )
+    return Block(broken, tuple(marks)), region
+
+
+def _with_runs(marks: list[Mark], runs: list[tuple[int, int, int | None]]) -> tuple[list[Mark], list[int]]:
+    """``marks`` with a "line" mark for each run (start, end, parent number), in document order (a run comes after
+    the marks that start where it does: they open before its text); and each old mark's new number."""
+    if not runs:
+        return marks, list(range(len(marks)))
+    keyed = [(m.start, 0, n, m) for n, m in enumerate(marks)]
+    keyed += [
+        (start, 1, n, Mark(start, end, Tag("line", parent=parent))) for n, (start, end, parent) in enumerate(runs)
+    ]
+    keyed.sort(key=lambda item: item[:3])
+    renumber = [0] * len(marks)
+    for new, (_, is_run, old, _) in enumerate(keyed):
+        if not is_run:
+            renumber[old] = new
+    out = []
+    for _, _, _, mark in keyed:
+        tag = tag_of(mark)
+        out.append(mark if tag.parent is None else replace(mark, tag=replace(tag, parent=renumber[tag.parent])))
+    return out, renumber
+
+
+def markup_signature(children: Sequence[Any] | None) -> tuple[Any, ...]:
+    """The structure of an inline token's children: every token but text, with its markup, attributes and (code,
+    HTML) content; line breaks included. A translation must read back with the same signature."""
+    out = []
+    for child in children or []:
+        if child.type in ("text", "text_special"):
+            continue
+        content = child.content if child.type in ("code_inline", "html_inline") else None
+        out.append((child.type, child.markup, tuple(sorted((child.attrs or {}).items())), child.info, content))
+    return tuple(out)
+
+
+def _verified(parser: Any, env: dict[str, Any], content: str, region: _Region) -> bool:
+    """Whether ``content`` (a rendered block, line breaks as in the inline content) reads back as the source's
+    markup: the same signature, and no blank line (it would end the paragraph)."""
+    if any(not line.strip() for line in content.split("\n")):
+        return False
+    found = parser.parseInline(content, dict(env))
+    return bool(found) and markup_signature(found[0].children) == region.signature
 
 
 def _atoms(token: Any) -> list[_Atom]:  # one branch per inline token type; long but flat
@@ -313,12 +422,23 @@ def _is_punct(char: str) -> bool:
     return bool(char) and unicodedata.category(char).startswith(("P", "S"))
 
 
-def _render(block: Block, translated: TranslatedBlock, region: _Region) -> str:
-    items = tokens(block, translated)
+def _render(
+    block: Block, translated: TranslatedBlock, region: _Region, *, spaced: bool = False, content: bool = False
+) -> str:
+    """The translated block as Markdown source. ``spaced``: a space outside every emphasis delimiter that is
+    not next to whitespace or punctuation (between Chinese characters a delimiter may both open and close, and
+    nested emphasis can then pair up otherwise). ``content``: line breaks as in the inline content (no line
+    prefixes), for reading it back."""
+    items = [i for i in tokens(block, translated) if i.kind == "t" or tag_of(block.marks[i.mark or 0]).kind != "line"]
+    if content and region.verbatims:
+        inline = dict(region.verbatims)
+        items = [replace(i, text=inline[i.mark]) if i.kind == "v" and i.mark in inline else i for i in items]
+    if spaced:
+        _space_emphasis(block, items)
     _fix_emphasis(block, items)
-    gaps = break_gaps(items, [(line, fraction) for line, fraction, _ in region.soft])
-    breaks = dict(zip(gaps, (raw for _, _, raw in region.soft), strict=True))
-    hard = iter(region.hard)
+    gaps = break_gaps(items, [(line, fraction) for line, fraction, _ in region.soft], slots=region.slots or None)
+    breaks = dict(zip(gaps, (_content_break(raw) if content else raw for _, _, raw in region.soft), strict=True))
+    hard = iter([_content_break(raw) for raw in region.hard] if content else region.hard)
     escapes = {**_ESCAPES, "|": "\\|"} if region.table else _ESCAPES
     out: list[str] = []
     line_start = True  # at the start of a line of the block: what could read as block markup is escaped
@@ -332,6 +452,8 @@ def _render(block: Block, translated: TranslatedBlock, region: _Region) -> str:
         if item.kind != "t":
             if item.text.startswith("[") and out and out[-1] == "!":
                 out[-1] = "\\!"  # "!" before a link would make it an image
+            if item.text.startswith("`") and out and out[-1].endswith("`"):
+                out.append(" ")  # two code spans side by side would read as one
             out.append(item.text)
             line_start = False
             continue
@@ -360,10 +482,38 @@ def _render(block: Block, translated: TranslatedBlock, region: _Region) -> str:
     return "".join(out)
 
 
+def _content_break(raw: str) -> str:
+    """A break's raw source as it is in the inline content: up to its newline (the next line's prefix is not)."""
+    return raw[: raw.index("\n") + 1] if "\n" in raw else raw
+
+
+def _space_emphasis(block: Block, items: list[Token]) -> None:
+    """A space before every emphasis opener and after every closer that has no whitespace or punctuation on its
+    outer side, or other markup than an enclosing opener or closer (it goes outside the mark, in the enclosing
+    mark's text)."""
+    for number, mark in enumerate(block.marks):
+        tag = tag_of(mark)
+        if tag.kind not in ("em", "strong", "s"):
+            continue
+        opener = next(i for i, item in enumerate(items) if item.kind == "o" and item.mark == number)
+        before = items[opener - 1] if opener > 0 else None
+        if before is not None and (
+            before.kind in ("c", "v") or (before.kind == "t" and not (_is_space(before.text) or _is_punct(before.text)))
+        ):
+            items.insert(opener, Token("t", " ", tag.parent))
+        closer = next(i for i, item in enumerate(items) if item.kind == "c" and item.mark == number)
+        after = items[closer + 1] if closer + 1 < len(items) else None
+        if after is not None and (
+            after.kind in ("o", "v") or (after.kind == "t" and not (_is_space(after.text) or _is_punct(after.text)))
+        ):
+            items.insert(closer + 1, Token("t", " ", tag.parent))
+
+
 def _fix_emphasis(block: Block, items: list[Token]) -> None:
     """Make every emphasis delimiter still open or close after translation: whitespace and edge punctuation
-    move outside the mark where CommonMark's flanking rules need it, and ``_`` becomes ``*`` between CJK
-    characters (an underscore does not open or close inside a word)."""
+    move outside the mark where CommonMark's flanking rules need it. (Between Chinese characters a delimiter
+    may still not open or close, an underscore never does inside a word: :func:`_space_emphasis` is the next
+    try, and the delimiters are always written as in the source.)"""
     for number, mark in enumerate(block.marks):
         tag = tag_of(mark)
         if tag.kind not in ("em", "strong", "s"):
@@ -393,12 +543,6 @@ def _fix_emphasis(block: Block, items: list[Token]) -> None:
         ):
             items[closer - 1], items[closer] = items[closer], items[closer - 1]
             closer -= 1
-        if tag.open.startswith("_") and not (
-            (_is_space(before(opener)) or _is_punct(before(opener)))
-            and (_is_space(after(closer)) or _is_punct(after(closer)))
-        ):
-            items[opener] = replace(items[opener], text="*" * len(items[opener].text))
-            items[closer] = replace(items[closer], text="*" * len(items[closer].text))
 
 
 FORMAT = MarkdownFormat()

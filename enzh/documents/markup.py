@@ -29,6 +29,12 @@ class Tag:
     verbatim: str | None = None
     index: int = -1
 
+    @property
+    def words(self) -> bool:
+        """Whether the placement must keep this mark's words (:func:`enzh.documents.inline.lost_marks`): every
+        mark but a subtitle cue, whose boundaries the subtitle format places again itself."""
+        return self.kind != "cue"
+
 
 @dataclass(frozen=True)
 class Text:
@@ -150,22 +156,31 @@ _BREAK_AFTER = set("，。；：！？、,.;:!?)）」』”’")
 
 
 def break_gaps(
-    items: Sequence[Token], places: Sequence[tuple[int, float]], *, outside_marks: bool = False
+    items: Sequence[Token],
+    places: Sequence[tuple[int, float]],
+    *,
+    outside_marks: bool = False,
+    slots: Sequence[int] | None = None,
 ) -> list[int]:
     """Where to put line breaks: gap indices (a break goes before ``items[g]``), one per ``(segment,
     fraction)``: the source break's line of the text (the text between its ``\\n`` characters, which the
-    translation keeps) and its relative position in that line. Strictly increasing, never at either end, never
-    right after an opening or before a closing mark (with ``outside_marks``: never inside one), never next to a
-    newline; near the same relative position, after punctuation when some is close. Line -1 is the whole text."""
+    translation keeps) and its relative position in that line. Line -1 is the whole text. Strictly increasing,
+    never at either end, never right after an opening or before a closing mark (with ``outside_marks``: never
+    inside one), never next to a newline; near the same relative position, after punctuation when some is close.
+    ``slots``: for each break, how many pieces of markup (``o``, ``c``, ``v`` items) come before it in the source;
+    the break then goes between the same two pieces of markup in the translation, so that breaks and markup keep
+    their order (where no allowed gap is there, the nearest gap there is taken anyway)."""
     if not places:
         return []
     plain = [0]  # characters of text before each gap
     segment = [0]  # line of the text each gap is in
     depth = [0]  # marks open at each gap
+    markup = [0]  # pieces of markup before each gap
     for item in items:
         plain.append(plain[-1] + (1 if item.kind == "t" else 0))
         segment.append(segment[-1] + (1 if item.kind == "t" and item.text == "\n" else 0))
         depth.append(depth[-1] + {"o": 1, "c": -1}.get(item.kind, 0))
+        markup.append(markup[-1] + (item.kind != "t"))
     bounds: dict[int, list[int]] = {}
     for gap, line in enumerate(segment):
         bounds.setdefault(line, [plain[gap], plain[gap]])[1] = plain[gap]
@@ -181,8 +196,19 @@ def break_gaps(
     candidates = [g for g in range(1, len(items)) if allowed(g)]
     gaps: list[int] = []
     for index, (line, fraction) in enumerate(places):
-        left = len(places) - index - 1  # breaks still to place after this one
-        usable = [g for g in candidates if not gaps or g > gaps[-1]]
+        slot = slots[index] if slots is not None else None
+        # breaks still to place after this one (in the same slot: the others have gaps of their own further on)
+        left = sum(1 for later in range(index + 1, len(places)) if slots is None or slots[later] == slot)
+        pool = candidates
+        if slot is not None:
+            pool = [g for g in candidates if markup[g] == slot]
+            if len(pool) <= left:  # too few allowed gaps between these two pieces of markup: any gap there
+                pool = [
+                    g
+                    for g in range(1, len(items))
+                    if markup[g] == slot and "\n" not in (items[g - 1].text, items[g].text)
+                ]
+        usable = [g for g in pool if not gaps or g > gaps[-1]]
         usable = usable[: len(usable) - left] if left else usable
         if not usable:  # nowhere valid is left (a very short translation): right after the previous break
             gaps.append(min(gaps[-1] + 1 if gaps else 1, len(items)))

@@ -291,6 +291,11 @@ def _core(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+def covers_core(sentence: str, fragment: Fragment) -> bool:
+    """Whether ``fragment`` covers all of ``sentence`` but its edge whitespace and punctuation."""
+    return _covers_core(sentence, fragment)
+
+
 def _covers_core(sentence: str, fragment: Fragment) -> bool:
     lo, hi = _core(sentence)
     return lo < hi and fragment.start <= lo and fragment.end >= hi

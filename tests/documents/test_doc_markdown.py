@@ -187,8 +187,10 @@ def write_with(source: str, text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def test_writer_flanking_escapes_and_breaks():
-    # "_" between CJK characters cannot open or close: it becomes "*"; edge whitespace/punctuation moves out.
-    assert write_with("Is my son _resting_?\n", "我儿子在休息吗？", [(4, 6)]) == "我儿子在*休息*吗？\n"
+    # "_" between CJK characters cannot open or close, and delimiters are written as in the source: a space on
+    # each outer side makes it open and close (the output reads back as the same markup); edge whitespace and
+    # punctuation move out.
+    assert write_with("Is my son _resting_?\n", "我儿子在休息吗？", [(4, 6)]) == "我儿子在 _休息_ 吗？\n"
     assert write_with("A **b.** c\n", "甲乙。丙", [(1, 3)]) == "甲**乙**。丙\n"
     assert write_with("A **b** c\n", "甲 乙 丙", [(1, 4)]) == "甲 **乙** 丙\n"
     # Characters that would be markup are escaped; "1. " at a line start would start a list.

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from enzh.documents.inline import Block, Mark, TranslatedBlock, mark_parents, translate_blocks
+from enzh.documents.inline import Block, Mark, TranslatedBlock, lost_marks, mark_parents, translate_blocks
 from enzh.documents.markup import Tag, render
 from enzh.documents.placement import Alignment, attended, is_boundary
 
@@ -119,15 +119,62 @@ def test_reordered_siblings_keep_the_source_order_the_longer_anchor_wins():
         "last year.": "去年。",
     }
     block = Block("He ordered six cups of coffee last year.", (Mark(11, 29, "b"), Mark(30, 39, "i")))
-    [result] = translate_blocks([block], scripted(table))
+    [result] = translate_blocks([block], scripted(table), fallback=False)
     assert spans(result) == ["六杯咖啡", ""]
     assert result.placement == ("sure", "empty")  # its words are known to be elsewhere: it wraps nothing
+
+
+def test_a_mark_that_lost_its_words_gets_its_own_part_translated_on_its_own():
+    # The fallback: the sentence is cut at the lost mark's edges ("." stays with it) and the parts translated in
+    # one more call; the first part's final stop is dropped, the other mark is placed on its part by its anchor.
+    table = {
+        "He ordered six cups of coffee last year.": "他去年点了六杯咖啡。",
+        "six cups of coffee.": "六杯咖啡。",
+        "last year.": "去年。",
+        "He ordered six cups of coffee.": "他点了六杯咖啡。",  # a part is given a period, as an anchor is
+    }
+    block = Block("He ordered six cups of coffee last year.", (Mark(11, 29, "b"), Mark(30, 39, "i")))
+    translate = scripted(table)
+    [result] = translate_blocks([block], translate)
+    assert result.text == "他点了六杯咖啡去年。"
+    assert spans(result) == ["六杯咖啡", "去年"] and result.placement == ("sure", "own")
+    assert translate.asked[1] == ["He ordered six cups of coffee.", "last year.", "six cups of coffee."]
+    assert lost_marks(block, result) == []
+
+
+def test_a_part_whose_translation_has_no_word_left_is_kept_as_written():
+    # The sentence comes back as punctuation only: the mark has no unit it may wrap (a gap of punctuation), so it
+    # lost its words; its part "Tom" is answered with punctuation only too, and is then kept as written.
+    table = {"Anna met Tom today.": "！。", "Anna met.": "安娜见了。", "Tom.": "！", "today.": "今天。"}
+    block = Block("Anna met Tom today.", (Mark(9, 12, "b"),))
+    [result] = translate_blocks([block], scripted(table))
+    assert result.text == "安娜见了Tom 今天。"  # a part left in Latin script keeps its space
+    assert spans(result) == ["Tom"] and result.placement == ("own",)
+    [without] = translate_blocks([block], scripted(table), fallback=False)
+    assert without.placement == ("empty",) and lost_marks(block, without) == [0]
+
+
+def test_lost_means_no_letter_or_digit_left_and_a_verbatim_child_keeps_its_parent():
+    block = Block("See the docs now.", (Mark(4, 12, "a"),))
+    assert lost_marks(block, TranslatedBlock("现在看。", (Mark(3, 4, "a"),))) == [0]  # only "。": no words
+    assert lost_marks(block, TranslatedBlock("现在看。", (Mark(2, 3, "a"),))) == []
+    code = Tag("code", verbatim="`bat`", parent=0)
+    with_code = Block("See `bat` now.", (Mark(4, 7, Tag("a")), Mark(4, 7, code)))
+    placed = TranslatedBlock("现在看。", (Mark(2, 2, Tag("a")), Mark(2, 2, code)))
+    assert lost_marks(with_code, placed) == []  # the link holds the code, which is written verbatim inside it
+
+
+def test_a_point_after_the_last_sentence_goes_after_its_line_break():
+    # An end tag after a paragraph's last line (Markdown "_world_.\n</pre>"): after the newline, not before it.
+    block = Block("Where is the school?\n", (Mark(21, 21, Tag("pre", verbatim="</pre>")),))
+    [result] = translate_blocks([block], scripted({"Where is the school?": "学校在哪里？"}))
+    assert result.text == "学校在哪里？\n" and (result.marks[0].start, result.marks[0].end) == (7, 7)
 
 
 def test_siblings_without_anchors_the_longest_takes_the_unit_the_other_is_written_empty():
     translate = scripted({"Germany is bigger than Italy.": "德国比意大利大。"})
     block = Block("Germany is bigger than Italy.", (Mark(0, 7, "b"), Mark(23, 28, "i")))
-    [result] = translate_blocks([block], translate, anchors=False)
+    [result] = translate_blocks([block], translate, anchors=False, fallback=False)
     assert spans(result) == ["德国比意大利大", ""] and result.placement == ("unit", "empty")
 
 
@@ -222,7 +269,7 @@ def test_an_aligned_range_never_displaces_an_anchor():
     table = {sentence: output, "last year.": "去年。"}
     translate = with_aligner(scripted(table), {(sentence, output): alignment})
     block = Block(sentence, (Mark(11, 29, "b"), Mark(30, 39, "i")))
-    [result] = translate_blocks([block], translate)
+    [result] = translate_blocks([block], translate, fallback=False)
     assert spans(result) == ["", "去年"] and result.placement == ("empty", "sure")
 
 
