@@ -171,7 +171,7 @@ class Package:
                 return package.read(name)
         except KeyError:
             raise DocumentError(f"the {self.kind} package has no member {name!r}; the file is damaged") from None
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, ValueError) as exc:
             raise DocumentError(
                 f"the {self.kind} member {name!r} cannot be read ({exc}); the file is damaged"
             ) from None

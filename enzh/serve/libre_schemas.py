@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from enzh.serve.options import ServeOptions
-from enzh.serve.schemas import Score, json_body
+from enzh.serve.schemas import GlossaryMap, Score, json_body
 
 
 class LibreErrorBody(BaseModel):
@@ -70,7 +70,7 @@ def translate_body(options: ServeOptions) -> dict[str, Any]:
         alternatives: int = Field(0, ge=0, le=options.max_alternatives, description="alternatives per text")
         api_key: str | None = Field(None, description="needed when the server has API keys (also: apiKey)")
         scores: bool = Field(False, description="enzh extension: also answer each translation's confidence")
-        glossary: dict[str, str] | None = Field(
+        glossary: GlossaryMap | None = Field(
             None,
             description="enzh extension: terms with a fixed translation, {source term: target term} (a form: that "
             "object as JSON); each source term found gets its target once per occurrence",

@@ -19,7 +19,8 @@ from enzh.serve.options import ServeOptions
 # Most entries a request's own glossary may hold, and the longest term.
 MAX_GLOSSARY_ENTRIES = 1000
 MAX_GLOSSARY_TERM = 200
-Term = Annotated[str, StringConstraints(min_length=1, max_length=MAX_GLOSSARY_TERM)]
+# a term holds a character other than whitespace (terms are stripped: an all-space one is empty)
+Term = Annotated[str, StringConstraints(min_length=1, max_length=MAX_GLOSSARY_TERM, pattern=r"\S")]
 GlossaryMap = Annotated[dict[Term, Term], Field(max_length=MAX_GLOSSARY_ENTRIES)]
 
 # /v1's languages: what a source and a target may be (each direction needs a loaded model of it).

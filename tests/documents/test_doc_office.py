@@ -234,7 +234,9 @@ def test_pptx_on_the_demo_model(demo_translator):
     assert slide.shapes.title.text == "学校在哪里？"
     assert slide.notes_slide.notes_text_frame.text == "我的自行车昨天晚上被偷走了。"
     runs = [r.text for r in list(slide.shapes)[1].text_frame.paragraphs[1].runs]
-    assert "".join(runs) == "我的自行车昨天晚上被偷走了。" and len(runs) == 3
+    # Chinese puts "last night" before "was stolen": in the runs' order the last run would be left without words,
+    # so each run's words are translated on their own (the mark fallback, docs/html.md) and no run is emptied
+    assert runs == ["我的自行车是自行车", "上星期六被偷走了", "昨天晚上。"]
 
 
 # -- xlsx -----------------------------------------------------------------------------------------------------------

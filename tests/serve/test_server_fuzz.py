@@ -78,6 +78,9 @@ def _fuzz(operation, mode, url: str, seen: dict[str, set[int]]) -> None:
                 isinstance(case.body, dict) and case.body.get("source") == "auto"
             ):
                 excluded.append(positive_data_acceptance)
+        if isinstance(case.body, dict) and case.body.get("glossary") and positive_data_acceptance not in excluded:
+            # whether the model can write a target term depends on its vocabulary, which no schema can say
+            excluded.append(positive_data_acceptance)
         case.validate_response(response, excluded_checks=excluded)
 
     check()
