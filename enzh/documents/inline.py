@@ -17,7 +17,10 @@ order or nesting are dropped (an aligned range never displaces an anchor). A fra
 the smallest unit that the placed marks leave for it: the rest of its sentence (its parent's translation, between
 its placed siblings); when several siblings compete for one unit, the longest takes it and the others become
 zero-width, since two marks cannot share words and keep their nesting. :mod:`enzh.documents.placement` does
-the per-sentence work.
+the per-sentence work. Last, the fallback (``fallback=True``): a mark that had words and came back without
+any (:func:`lost_marks`) has its sentences cut at its edges and the parts translated on their own, in one more
+call of ``translate``, so that it wraps its own words (``own``); a mark still lost has its sentences cut at every
+mark edge (one last call). The tag order and nesting stay the source's.
 
 The tag protocol: a mark's ``tag`` is the format's own data. When it has a ``parent`` attribute (an index into
 the block's marks, or None for a top-level mark; :class:`enzh.documents.markup.Tag` has one), that is the

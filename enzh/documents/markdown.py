@@ -9,8 +9,10 @@ are re-emitted as written); inline code, images, autolinks, inline HTML and refe
 ``[label]`` are copied verbatim (the model sees the text of code and labels, not images, URLs or HTML).
 Entities and backslash escapes are decoded for the model. A paragraph is translated whole and re-broken at
 the same number of soft line breaks (a break between two sentences stays between them; one inside a sentence
-goes near the same relative position, after punctuation when some is close), so the output has exactly the
-input's lines.
+goes near the same relative position, after punctuation when some is close, and between the same two pieces
+of markup), so the output has exactly the input's lines. Every rendered block is read back with markdown-it
+and must give the source's inline markup; else it is written again with spaces outside the emphasis
+delimiters, else the source is kept (docs/documents.md).
 """
 
 from __future__ import annotations

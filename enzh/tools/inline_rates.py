@@ -219,6 +219,11 @@ def _tagged(text: str, spans: list[tuple[int, int]]) -> str:
     return text
 
 
+def _shown(mark: Mark) -> bool:
+    """A mark of the document's own markup (not the Markdown format's invisible "line" runs)."""
+    return getattr(mark.tag, "kind", None) != "line"
+
+
 _FORMATS = {".md": "md", ".html": "html", ".docx": "docx", ".srt": "srt", ".vtt": "vtt"}
 
 
@@ -249,14 +254,17 @@ def realdocs(directory: Path, translator: Translator) -> None:
             engine = SentenceEngine(translator, options)
             with reading("latin"):
                 results = translate_blocks(blocks, engine, fallback=fallback)
-            lost = sum(len(lost_marks(b, r)) for b, r in zip(blocks, results, strict=True))
+            lost = sum(1 for b, r in zip(blocks, results, strict=True) for i in lost_marks(b, r) if _shown(b.marks[i]))
             counts[group, f"lost {fallback}"] += lost
             if fallback:
                 counts[group, "sentences"] += engine.translated
             else:
                 counts[group, "sentences first"] += engine.translated
         counts[group, "marks"] += sum(
-            1 for b in blocks for m in b.marks if getattr(m.tag, "words", True) and b.text[m.start : m.end].strip()
+            1
+            for b in blocks
+            for m in b.marks
+            if _shown(m) and getattr(m.tag, "words", True) and b.text[m.start : m.end].strip()
         )
     print("| files | documents | marks with words | emptied, no fallback | emptied, shipped | model inputs |")
     print("|---|---|---|---|---|---|")

@@ -198,5 +198,13 @@ def test_writer_flanking_escapes_and_breaks():
     assert write_with("a\n", "# 不是标题", []) == "\\# 不是标题\n"
     # A soft break inside a sentence lands near the same relative place, after punctuation when close.
     assert write_with("one two\nthree four\n", "一二，三四五六", []) == "一二，\n三四五六\n"
+    # Two code spans that the translation puts side by side get a space: "`bat``git`" would be one span.
+    assert write_with("Use `bat` and `git` now.\n", "现在用batgit。", [(3, 6), (6, 9)]) == "现在用`bat` `git`。\n"
+    # A soft break stays between the same two pieces of markup (here the two code spans), even with no text there.
+    assert write_with("See `a` then\n`b` there.\n", "看ab。", [(1, 2), (2, 2), (2, 3)]) == "看`a`\n`b`。\n"
+    # A block whose translation cannot read back as its markup (no text is left before the link for the line the
+    # source has there) is kept as written. (The text there is an invisible "line" mark: the placement, unlike
+    # these hand-made spans, keeps words in it.)
+    assert write_with("Hello\n[x](u) there.\n", "某这里。", [(0, 0), (0, 1)]) == "Hello\n[x](u) there.\n"
     # Link destination and title are copied as written, whatever the translation.
     assert write_with('[x](<a b> "t")\n', "某", [(0, 1)]) == '[某](<a b> "t")\n'
