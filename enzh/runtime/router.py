@@ -104,6 +104,7 @@ class Route:
     target: str | None
     source: str | None  # the language code handed to the engine (None: the model's own source)
     target_language: str | None
+    source_language: str | None = None  # the direction's source language (None: a lone model's)
 
 
 class Translators:
@@ -159,7 +160,7 @@ class Translators:
                 if pair[0] == want_source and want_target in (None, pair[1]):
                     # The user's own code when given (zh-Hant, zho_Hant), else the direction's language.
                     asked = TARGET_VARIANTS.get(target, target) if target else pair[1]
-                    return Route(engine, engine.resolve_target(asked), _engine_source(source), pair[1])
+                    return Route(engine, engine.resolve_target(asked), _engine_source(source), pair[1], pair[0])
         # A multilingual model also translates into its other codes (fr_XX, deu_Latn): its own error names them.
         readers = [e for e in self.engines if any(pair[0] == want_source for pair in e.info.directions)]
         errors = []
@@ -170,7 +171,7 @@ class Translators:
             except ValueError as exc:
                 errors.append(exc)
                 continue
-            return Route(engine, token, _engine_source(source), want_target)
+            return Route(engine, token, _engine_source(source), want_target, want_source)
         if len(errors) == 1:
             raise errors[0]
         offered = ", ".join(f"{a}->{b}" for a, b in self.directions)
@@ -217,9 +218,13 @@ class Translators:
         # Texts that stay as they are: one empty-token translation each, certain, each word its own.
         results = [unchanged(text, alignments=alignments) for text in texts]
         groups: dict[tuple[int, str | None, str | None], list[int]] = {}
+        backs: dict[tuple[int, str | None, str | None], dict[str, Any]] = {}
         for i, route in enumerate(routes):
             if route is not None:
-                groups.setdefault((self.engines.index(route.engine), route.target, route.source), []).append(i)
+                key = (self.engines.index(route.engine), route.target, route.source)
+                groups.setdefault(key, []).append(i)
+                if alignments and key not in backs:
+                    backs[key] = self._reverse(route)
         # Only what was asked for: stand-ins without the keywords keep working.
         extra: dict[str, Any] = {"alignments": True} if alignments else {}
         if glossary:
@@ -233,6 +238,7 @@ class Translators:
                 target=token,
                 source=code,
                 **extra,
+                **backs.get((index, token, code), {}),
             )
             for i, translation in zip(members, done, strict=True):
                 results[i] = translation
@@ -241,6 +247,24 @@ class Translators:
     def detect_language(self, text: str) -> str | None:
         """The language :meth:`translate` takes ``text`` to be in (None: no letters to tell by)."""
         return self.detect(text)
+
+    def _reverse(self, route: Route) -> dict[str, Any]:
+        if route.source_language is None or route.target_language is None:
+            return {}
+        return self.reverse_keywords(route.engine, (route.source_language, route.target_language))
+
+    def reverse_keywords(self, engine: Engine, direction: tuple[str, str] | None) -> dict[str, Any]:
+        """The keywords of ``engine.translate_detailed`` that align its translations of ``direction`` (source,
+        target languages) both ways: another loaded model with an aligner that translates the opposite direction as
+        ``reverse``, the source language as ``reverse_target``; none when no such model is loaded (or for a
+        lone model: no direction)."""
+        if direction is None:
+            return {}
+        back = (base_language(direction[1]), base_language(direction[0]))
+        for other in self.engines:
+            if other is not engine and other.info.has_aligner and back in other.info.directions:
+                return {"reverse": other, "reverse_target": direction[0]}
+        return {}
 
     @property
     def _lone(self) -> bool:

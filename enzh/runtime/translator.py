@@ -22,7 +22,7 @@ from enzh.runtime.confidence import FLAGS, Confidence, ConfidenceOptions, assess
 from enzh.runtime.confidence import Part as ConfidencePart
 from enzh.runtime.constrained import GREEDY_BEAMS, ConstrainedHypothesis, Constraint, constrained_nbest
 from enzh.runtime.decoding import Hypothesis, check_num_return_sequences, generate_nbest
-from enzh.runtime.engine import Alternative, ModelInfo, TextAlignment, Translation
+from enzh.runtime.engine import Alternative, Engine, ModelInfo, TextAlignment, Translation
 from enzh.runtime.glossary import Glossary, GlossaryError, as_glossary
 from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
@@ -119,6 +119,8 @@ class Translator:
         alignments: bool = False,
         confidence: ConfidenceOptions | None = None,
         glossary: Glossary | Mapping[str, str] | str | os.PathLike[str] | None = None,
+        reverse: Engine | None = None,
+        reverse_target: str | None = None,
     ) -> list[Translation]:
         """Translate each text, with token ids and scores; ``alternatives=N`` also returns each text's N best
         translations (N <= the beam size: beam search's n-best, in ``generate(num_return_sequences=N)``'s
@@ -128,7 +130,10 @@ class Translator:
         log-probability of all its parts' tokens taken as one sequence, i.e. with length_penalty 1 the
         token-weighted mean token log-probability, and the warning flags; ``confidence``: where they fire).
         ``alignments=True`` adds each translation's word alignment (:mod:`enzh.runtime.words`; ``ModelDirError``
-        when the model directory has no aligner).
+        when the model directory has no aligner). ``reverse``: a model of the other direction (with an aligner),
+        which aligns each sentence again the other way (its translation as the source, ``reverse_target``, the
+        language of ``texts`` as the user names it, None: that model's default, as the target) for pairs both
+        directions agree on (:func:`enzh.runtime.words.align_words`); used only with ``alignments``.
 
         ``glossary``: every sentence holding one of its source terms is decoded by the lexically constrained
         search (:mod:`enzh.runtime.constrained`), which puts the term's target into the translation once per
@@ -143,6 +148,7 @@ class Translator:
             raise ModelDirError(
                 f"{self.directory} has no aligner.onnx: word alignments need one (enzh export writes it)"
             )
+        back = self._reverse_token(reverse, reverse_target) if alignments and reverse is not None else None
         checks = ConfidenceOptions() if confidence is None else confidence
         options = TranslateOptions(beam_size=beam_size, max_new_tokens=max_new_tokens, target=target)
         texts = _check_texts(texts)
@@ -198,7 +204,7 @@ class Translator:
                 )
             )
         if alignments:
-            aligned = self._word_alignments(prepared, translations, token)
+            aligned = self._word_alignments(prepared, translations, token, reverse if back else None, back)
             translations = [replace(t, alignment=a) for t, a in zip(translations, aligned, strict=True)]
         return translations
 
@@ -265,12 +271,29 @@ class Translator:
                 ids.add(found)
         return frozenset(ids)
 
+    @staticmethod
+    def _reverse_token(reverse: Engine, target: str | None) -> tuple[str | None]:
+        """The reverse model's resolved target token (in a tuple: the token itself may be None)."""
+        if not callable(getattr(reverse, "align_texts", None)) or not hasattr(reverse, "info"):
+            raise TypeError(f"reverse must be a translator (an Engine) or None, got {type(reverse).__name__}")
+        if not reverse.info.has_aligner:
+            raise ModelDirError(
+                f"the reverse model {reverse.info.name} has no aligner.onnx: aligning both ways needs one "
+                "(enzh export writes it)"
+            )
+        return (reverse.resolve_target(target),)
+
     def _word_alignments(
-        self, prepared: Sequence[PreparedText], translations: Sequence[Translation], token: str | None
+        self,
+        prepared: Sequence[PreparedText],
+        translations: Sequence[Translation],
+        token: str | None,
+        reverse: Engine | None = None,
+        reverse_token: tuple[str | None] | None = None,
     ) -> list[WordAlignment]:
-        """Each text's word alignment: every translated sentence aligned with its source by the aligner graph,
-        the pairs placed in the whole texts (a sentence the aligner cannot take, e.g. longer than the model's
-        positions, adds no pairs)."""
+        """Each text's word alignment: every translated sentence aligned with its source by the aligner graph
+        (and by ``reverse``'s, the other way, when given), the pairs placed in the whole texts (a sentence the
+        aligner cannot take, e.g. longer than the model's positions, adds no pairs)."""
         jobs: list[tuple[int, int, int, str, str]] = []  # text, source offset, target offset, sentence, output
         for index, (text, translation) in enumerate(zip(prepared, translations, strict=True)):
             outputs = iter(self.decode(translation.token_ids))
@@ -285,15 +308,28 @@ class Translator:
                         target_at = found + len(output)
                 source_at += len(piece.text) + len(piece.separator)
         matrices = self.align_texts([(sentence, output) for _, _, _, sentence, output in jobs], token)
+        backs: list[TextAlignment | None] = [None] * len(jobs)
+        if reverse is not None and reverse_token is not None and jobs:
+            # the other direction: the translation as its source, the sentence as its target
+            backs = reverse.align_texts([(output, sentence) for _, _, _, sentence, output in jobs], reverse_token[0])
         sentences: list[list[SentencePair]] = [[] for _ in prepared]
-        for (index, source_at, target_at, _, _), matrix in zip(jobs, matrices, strict=True):
+        reverses: list[list[SentencePair | None]] = [[] for _ in prepared]
+        for (index, source_at, target_at, _, _), matrix, back in zip(jobs, matrices, backs, strict=True):
             if matrix is not None:
                 sentences[index].append(
                     SentencePair(matrix.source, matrix.target, matrix.weights, source_at, target_at)
                 )
+                reverses[index].append(
+                    None if back is None else SentencePair(back.source, back.target, back.weights, target_at, source_at)
+                )
         return [
-            align_words("".join(p.text + p.separator for p in text.pieces), translation.text, found)
-            for text, translation, found in zip(prepared, translations, sentences, strict=True)
+            align_words(
+                "".join(p.text + p.separator for p in text.pieces),
+                translation.text,
+                found,
+                reverse=back_pairs if reverse is not None else None,
+            )
+            for text, translation, found, back_pairs in zip(prepared, translations, sentences, reverses, strict=True)
         ]
 
     def prepare_text(self, text: str, language_token: str | None, source: str | None = None) -> PreparedText:

@@ -14,9 +14,17 @@ columns. That matrix, normalised by rows (how much of a target word's attention 
 by columns (how much of a source word's attention it receives from each target word), gives each word pair the
 geometric mean of the two shares. A pair is kept when its share is the highest of its target word's (ties
 included: the characters of one source piece share its weight) or the highest of its source word's, and at
-least ``min_score`` (:data:`MIN_SCORE`, chosen on the demo's held-out sentences: docs/quality.md; lower it for
-more pairs, raise it for surer ones). A word may stay unpaired. Pairs are ``(source word index, target word
-index)``, sorted, indices counting from 0 over the whole text: Pharaoh's ``s-t``.
+least ``min_score`` (:data:`MIN_SCORE`, chosen on dev sentences of the demo corpus: docs/quality.md; lower it
+for more pairs, raise it for surer ones). A word may stay unpaired. Pairs are ``(source word index, target
+word index)``, sorted, indices counting from 0 over the whole text: Pharaoh's ``s-t``.
+
+**Both directions.** When the model of the other direction is at hand (``Translators``, or
+``translate_detailed(reverse=...)``), it aligns each sentence again the other way: the translation as its source,
+the sentence teacher-forced as its target. Its word matrix, normalised by its own rows (how much of a source
+word's attention goes to each target word), is averaged with the forward one normalised by rows, and the pairs
+are chosen from that average as above, at least :data:`MIN_SCORE_AGREEMENT`. Each model is good where it
+predicts the other's words: an English-to-Chinese model attends from every character of 保罗 to ``Paul``, while
+the Chinese-to-English one attends from ``Paul`` to one of the two characters only.
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ _WIDE = re.compile(
     "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]"
 )
 _CHUNK = re.compile(r"\S+")
-MIN_SCORE = 0.3
+# Chosen on 500 dev sentences, not the held-out ones (docs/quality.md: python -m enzh.tools.quality_report --sweep).
+MIN_SCORE = 0.36  # one model's attention: the lowest with judged precision >= 0.9 in both demo directions
+MIN_SCORE_AGREEMENT = 0.32  # both directions' attention averaged: the lowest with judged precision >= 0.95
 
 
 def word_spans(text: str) -> list[Span]:
@@ -103,40 +113,78 @@ class SentencePair:
     target_offset: int
 
 
+def _word_matrix(
+    sentence: SentencePair, row_chars: np.ndarray, column_chars: np.ndarray, rows: Sequence[int], columns: Sequence[int]
+) -> np.ndarray:
+    """``sentence``'s attention between words, ``[rows (target words), columns (source words)]`` as numbered in
+    ``rows``/``columns``: a piece's weight goes to every word it covers, a column sums its pieces, a row is the
+    mean of its pieces' rows."""
+    column_of = {w: i for i, w in enumerate(columns)}
+    row_of = {w: i for i, w in enumerate(rows)}
+    to_words = np.zeros((len(sentence.source), len(columns)))
+    for piece, span in enumerate(sentence.source):
+        for w in _covered(column_chars, span, sentence.source_offset):
+            if w in column_of:
+                to_words[piece, column_of[w]] = 1.0
+    by_word = sentence.weights @ to_words  # [target piece, source word]
+    matrix = np.zeros((len(rows), len(columns)))
+    counts = np.zeros(len(rows))
+    for piece, span in enumerate(sentence.target):
+        for w in _covered(row_chars, span, sentence.target_offset):
+            if w in row_of:
+                matrix[row_of[w]] += by_word[piece]
+                counts[row_of[w]] += 1
+    return matrix / np.maximum(counts, 1)[:, None]
+
+
+def _by_rows(matrix: np.ndarray) -> np.ndarray:
+    """Each row normalised to sum to 1 (a row of zeros stays one)."""
+    return matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1e-12)
+
+
 def align_words(
-    source: str, target: str, sentences: Sequence[SentencePair], *, min_score: float = MIN_SCORE
+    source: str,
+    target: str,
+    sentences: Sequence[SentencePair],
+    *,
+    min_score: float | None = None,
+    reverse: Sequence[SentencePair | None] | None = None,
 ) -> WordAlignment:
-    """The word alignment of ``target`` (a translation of ``source``) from its sentences' piece attention."""
-    if not 0 <= min_score <= 1:
+    """The word alignment of ``target`` (a translation of ``source``) from its sentences' piece attention.
+
+    ``reverse``: for each of ``sentences``, the same sentence aligned by the model of the other direction (its
+    ``source`` spans are in ``target``, its ``target`` spans in ``source``, and so are its offsets), or None;
+    with it the two directions' word attention is averaged before the pairs are chosen (see the module
+    docstring). ``min_score``: None for :data:`MIN_SCORE` (:data:`MIN_SCORE_AGREEMENT` for a sentence with its
+    reverse)."""
+    if min_score is not None and not 0 <= min_score <= 1:
         raise ValueError(f"min_score must be between 0 and 1, got {min_score}")
+    if reverse is not None and len(reverse) != len(sentences):
+        raise ValueError(f"align_words got {len(reverse)} reverse alignments for {len(sentences)} sentences")
     source_words = word_spans(source)
     target_words = word_spans(target)
     source_chars = _word_of_chars(source_words, len(source))
     target_chars = _word_of_chars(target_words, len(target))
     pairs: set[tuple[int, int]] = set()
-    for sentence in sentences:
-        columns = [_covered(source_chars, span, sentence.source_offset) for span in sentence.source]
-        rows = [_covered(target_chars, span, sentence.target_offset) for span in sentence.target]
-        source_ids = sorted({w for c in columns for w in c})
-        target_ids = sorted({w for r in rows for w in r})
+    for index, sentence in enumerate(sentences):
+        back = reverse[index] if reverse is not None else None
+        source_ids = sorted(
+            {w for span in sentence.source for w in _covered(source_chars, span, sentence.source_offset)}
+        )
+        target_ids = sorted(
+            {w for span in sentence.target for w in _covered(target_chars, span, sentence.target_offset)}
+        )
         if not source_ids or not target_ids:
             continue
-        col_of = {w: i for i, w in enumerate(source_ids)}
-        row_of = {w: i for i, w in enumerate(target_ids)}
-        # source pieces -> source words: a piece's weight goes to every word it covers, a word sums its pieces
-        to_words = np.zeros((len(columns), len(source_ids)))
-        for piece, words in enumerate(columns):
-            for w in words:
-                to_words[piece, col_of[w]] = 1.0
-        by_word = sentence.weights @ to_words  # [target piece, source word]
-        matrix = np.zeros((len(target_ids), len(source_ids)))
-        counts = np.zeros(len(target_ids))
-        for piece, words in enumerate(rows):
-            for w in words:
-                matrix[row_of[w]] += by_word[piece]
-                counts[row_of[w]] += 1
-        matrix /= np.maximum(counts, 1)[:, None]
-        rows_share = matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1e-12)
+        # how much of each target word's attention goes to each source word
+        matrix = _word_matrix(sentence, target_chars, source_chars, target_ids, source_ids)
+        threshold = MIN_SCORE if min_score is None else min_score
+        if back is not None:
+            # the other direction's: how much of each source word's attention goes to each target word, averaged in
+            back_matrix = _word_matrix(back, source_chars, target_chars, source_ids, target_ids)
+            matrix = (_by_rows(matrix) + _by_rows(back_matrix).T) / 2
+            threshold = MIN_SCORE_AGREEMENT if min_score is None else min_score
+        rows_share = _by_rows(matrix)
         columns_share = matrix / np.maximum(matrix.sum(axis=0, keepdims=True), 1e-12)
         shares = np.sqrt(rows_share * columns_share)
         # the best of its row (for the target word) or of its column (for the source word), ties included (the
@@ -145,9 +193,17 @@ def align_words(
         best = (shares >= shares.max(axis=1, keepdims=True) * near) | (
             shares >= shares.max(axis=0, keepdims=True) * near
         )
-        for row, col in zip(*np.nonzero(best & (shares >= min_score) & (shares > 0)), strict=True):
+        for row, col in zip(*np.nonzero(best & (shares >= threshold) & (shares > 0)), strict=True):
             pairs.add((source_ids[int(col)], target_ids[int(row)]))
     return WordAlignment(tuple(source_words), tuple(target_words), tuple(sorted(pairs)))
 
 
-__all__ = ["MIN_SCORE", "SentencePair", "WordAlignment", "align_words", "identity_alignment", "word_spans"]
+__all__ = [
+    "MIN_SCORE",
+    "MIN_SCORE_AGREEMENT",
+    "SentencePair",
+    "WordAlignment",
+    "align_words",
+    "identity_alignment",
+    "word_spans",
+]

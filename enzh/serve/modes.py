@@ -332,6 +332,9 @@ class Modes:
 
         # only when asked: stand-ins without the keywords keep working
         extra: dict[str, Any] = {"alignments": True} if alignments else {}
+        if alignments and service.router is not None:
+            # the model of the opposite direction, when one is loaded, aligns both ways (as Translators does)
+            extra.update(service.router.reverse_keywords(engine, route.direction))
         if glossary:
             extra["glossary"] = glossary
 

@@ -26,11 +26,14 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from enzh.runtime.confidence import DEFAULT_THRESHOLD, FLAGS, Confidence
+from enzh.runtime.cpu import cpu_features
 from enzh.runtime.engine import Engine
+from enzh.runtime.words import MIN_SCORE, MIN_SCORE_AGREEMENT, WordAlignment
 
 DATA = Path(__file__).resolve().parent / "data"
 MARK_BEGIN = "<!-- quality-report: begin (python -m enzh.tools.quality_report --out docs/quality.md) -->"
@@ -158,55 +161,107 @@ def _plain(word: str) -> str:
     return re.sub(r"[^\w']", "", word).lower()
 
 
-def alignment_counts(engine: Engine, samples: Sequence[object], english_source: bool) -> tuple[Counts, Counts]:
+def alignment_counts(
+    engine: Engine, samples: Sequence[object], english_source: bool, reverse: Engine | None = None
+) -> tuple[Counts, Counts]:
     """(strict, judged) counts over ``samples`` (enzh.demo.corpus.Sample), translated by ``engine``: English
-    to Chinese when ``english_source``, else the other way."""
-    from enzh.demo.lexicon import Noun
-
+    to Chinese when ``english_source``, else the other way; ``reverse``: the model of the other direction, which
+    aligns both ways (``translate_detailed(reverse=...)``)."""
     sources = [s.en if english_source else s.zh for s in samples]  # type: ignore[attr-defined]
-    found = engine.translate_detailed(sources, alignments=True)
+    extra: dict[str, Any] = {"reverse": reverse, "reverse_target": "en" if english_source else "zh"}
+    found = engine.translate_detailed(sources, alignments=True, **(extra if reverse is not None else {}))
     strict, judged = Counts(), Counts()
     for sample, source, translation in zip(samples, sources, found, strict=True):
-        alignment = translation.alignment
-        if alignment is None:
-            continue
-        english, chinese = (source, translation.text) if english_source else (translation.text, source)
-        en_words = alignment.source_words if english_source else alignment.target_words
-        zh_words = alignment.target_words if english_source else alignment.source_words
-        en_plain = [_plain(english[slice(*w)]) for w in en_words]
-        zh_text = [chinese[slice(*w)] for w in zh_words]
-        gold: set[tuple[int, int]] = set()  # (English word, Chinese word)
-        undecided: set[tuple[int, int]] = set()
-        slots = sample.slots  # type: ignore[attr-defined]
-        for value in slots.values():
-            pair = _slot_pair(value)
-            if pair is None:
-                continue
-            forms, zh = pair
-            english_at = [i for i, w in enumerate(en_plain) if w in forms]
-            starts = [m.start() for m in re.finditer(re.escape(zh), chinese)]
-            if len(english_at) != 1 or len(starts) != 1:
-                continue
-            strict.slots += 1
-            chars = [j for j, (lo, _) in enumerate(zh_words) if starts[0] <= lo < starts[0] + len(zh)]
-            gold |= {(english_at[0], j) for j in chars}
-            for j, text in enumerate(zh_text):
-                measure = isinstance(value, Noun) and text == value.mw
-                if measure or unicodedata.category(text[0]).startswith("P"):
-                    undecided.add((english_at[0], j))
-        if not gold:
-            continue
-        strict.sentences += 1
-        pairs = {(s, t) if english_source else (t, s) for s, t in alignment.pairs}
-        gold_en = {e for e, _ in gold}
-        gold_zh = {z for _, z in gold}
-        touching = {p for p in pairs if p[0] in gold_en or p[1] in gold_zh}
-        for counts, predicted in ((strict, touching), (judged, touching - undecided)):
-            counts.true += len(predicted & gold)
-            counts.false += len(predicted - gold)
-            counts.missed += len(gold - predicted)
+        if translation.alignment is not None:
+            _count(sample, source, translation.text, translation.alignment, english_source, strict, judged)
     judged.sentences, judged.slots = strict.sentences, strict.slots
     return strict, judged
+
+
+def alignment_sweep(
+    engine: Engine,
+    samples: Sequence[object],
+    english_source: bool,
+    thresholds: Sequence[float],
+    reverse: Engine | None = None,
+) -> list[tuple[Counts, Counts]]:
+    """(strict, judged) counts for each ``min_score`` of ``thresholds``: the samples (one sentence each) are
+    translated and aligned once (as :meth:`enzh.runtime.translator.Translator.translate_detailed` aligns a
+    sentence), the pairs chosen again for each threshold."""
+    from enzh.runtime.words import SentencePair, align_words
+
+    sources = [s.en if english_source else s.zh for s in samples]  # type: ignore[attr-defined]
+    texts = [t.text for t in engine.translate_detailed(sources)]
+    forward = engine.align_texts(list(zip(sources, texts, strict=True)), engine.resolve_target(None))
+    backs = (
+        reverse.align_texts(list(zip(texts, sources, strict=True)), reverse.resolve_target(None))
+        if reverse is not None
+        else [None] * len(sources)
+    )
+    out = []
+    for threshold in thresholds:
+        strict, judged = Counts(), Counts()
+        for sample, source, text, ahead, back in zip(samples, sources, texts, forward, backs, strict=True):
+            if ahead is None:
+                continue
+            pair = SentencePair(ahead.source, ahead.target, ahead.weights, 0, 0)
+            other = None if back is None else SentencePair(back.source, back.target, back.weights, 0, 0)
+            found = align_words(
+                source, text, [pair], min_score=threshold, reverse=[other] if reverse is not None else None
+            )
+            _count(sample, source, text, found, english_source, strict, judged)
+        judged.sentences, judged.slots = strict.sentences, strict.slots
+        out.append((strict, judged))
+    return out
+
+
+def _count(
+    sample: object,
+    source: str,
+    text: str,
+    alignment: WordAlignment,
+    english_source: bool,
+    strict: Counts,
+    judged: Counts,
+) -> None:
+    """Add one sentence's pairs to the counts (see the module docstring)."""
+    from enzh.demo.lexicon import Noun
+
+    english, chinese = (source, text) if english_source else (text, source)
+    en_words = alignment.source_words if english_source else alignment.target_words
+    zh_words = alignment.target_words if english_source else alignment.source_words
+    en_plain = [_plain(english[slice(*w)]) for w in en_words]
+    zh_text = [chinese[slice(*w)] for w in zh_words]
+    gold: set[tuple[int, int]] = set()  # (English word, Chinese word)
+    undecided: set[tuple[int, int]] = set()
+    slots = sample.slots  # type: ignore[attr-defined]
+    for value in slots.values():
+        pair = _slot_pair(value)
+        if pair is None:
+            continue
+        forms, zh = pair
+        english_at = [i for i, w in enumerate(en_plain) if w in forms]
+        starts = [m.start() for m in re.finditer(re.escape(zh), chinese)]
+        if len(english_at) != 1 or len(starts) != 1:
+            continue
+        strict.slots += 1
+        chars = [j for j, (lo, _) in enumerate(zh_words) if starts[0] <= lo < starts[0] + len(zh)]
+        gold |= {(english_at[0], j) for j in chars}
+        for j, word in enumerate(zh_text):
+            measure = isinstance(value, Noun) and word == value.mw
+            if measure or unicodedata.category(word[0]).startswith("P"):
+                undecided.add((english_at[0], j))
+    if not gold:
+        return
+    strict.sentences += 1
+    pairs = {(s, t) if english_source else (t, s) for s, t in alignment.pairs}
+    gold_en = {e for e, _ in gold}
+    gold_zh = {z for _, z in gold}
+    touching = {p for p in pairs if p[0] in gold_en or p[1] in gold_zh}
+    for counts, predicted in ((strict, touching), (judged, touching - undecided)):
+        counts.true += len(predicted & gold)
+        counts.false += len(predicted - gold)
+        counts.missed += len(gold - predicted)
 
 
 def _slot_pair(value: object) -> tuple[set[str], str] | None:
@@ -225,20 +280,63 @@ def _slot_pair(value: object) -> tuple[set[str], str] | None:
     return forms, value.zh
 
 
-def alignment_section(rows: Sequence[tuple[str, Counts, Counts]]) -> list[str]:
+def alignment_section(rows: Sequence[tuple[str, str, Counts, Counts]]) -> list[str]:
     lines = [
         "### Word alignments: slot words of the held-out sentences",
         "",
-        "| direction | sentences with gold | slots | precision strict | recall strict | precision judged | "
-        "recall judged |",
-        "|---|---|---|---|---|---|---|",
+        f"`MIN_SCORE = {MIN_SCORE}` (one model), `MIN_SCORE_AGREEMENT = {MIN_SCORE_AGREEMENT}` (both directions' "
+        "attention averaged: `Translators`, or `translate_detailed(reverse=...)`); enzh/runtime/words.py. CPU: "
+        f"{cpu_features().summary()}.",
+        "",
+        "| direction | aligned by | sentences with gold | slots | precision strict | recall strict | "
+        "precision judged | recall judged |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for direction, strict, judged in rows:
+    for direction, models, strict, judged in rows:
         lines.append(
-            f"| {direction} | {strict.sentences} | {strict.slots} | {strict.precision():.3f} | "
+            f"| {direction} | {models} | {strict.sentences} | {strict.slots} | {strict.precision():.3f} | "
             f"{strict.recall():.3f} | {judged.precision():.3f} | {judged.recall():.3f} |"
         )
     return lines
+
+
+DEV_SEED = 3  # the dev sentences' seed (the held-out set is DEFAULT_TEST_SEED's)
+
+
+def dev_samples(count: int) -> list[Any]:
+    """``count`` sentences of the corpus's test split drawn with :data:`DEV_SEED`, none of them one of the 1000
+    held-out sentences the report measures on: the sentences the thresholds are tuned on."""
+    from enzh.demo.corpus import DEFAULT_TEST_SEED, generate_samples
+
+    held_out = {s.en for s in generate_samples(1000, DEFAULT_TEST_SEED, "test", unique=True)}
+    drawn = generate_samples(2 * count, DEV_SEED, "test", unique=True)
+    return [s for s in drawn if s.en not in held_out][:count]
+
+
+def sweep_table(count: int, thresholds: Sequence[float]) -> str:
+    """The dev sentences' precision and recall for each ``min_score`` (markdown)."""
+    from enzh.runtime.default_model import default_model_dirs
+    from enzh.runtime.translator import Translator
+
+    en_zh_dir, zh_en_dir = list(default_model_dirs())[:2]
+    en_zh, zh_en = Translator.load(en_zh_dir), Translator.load(zh_en_dir)
+    samples = dev_samples(count)
+    lines = [
+        f"{len(samples)} dev sentences (`dev_samples`, seed {DEV_SEED}): precision strict / judged, recall; CPU: "
+        f"{cpu_features().summary()}",
+        "",
+        "| `min_score` | " + " | ".join(f"{t:g}" for t in thresholds) + " |",
+        "|---|" + "---|" * len(thresholds),
+    ]
+    for direction, engine, back, english in (
+        ("en->zh", en_zh, zh_en, True),
+        ("zh->en", zh_en, en_zh, False),
+    ):
+        for models, reverse in (("one model", None), ("both", back)):
+            found = alignment_sweep(engine, samples, english, thresholds, reverse=reverse)
+            cells = [f"{s.precision():.3f} / {j.precision():.3f}, {j.recall():.3f}" for s, j in found]
+            lines.append(f"| {direction} {models} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def report(limit: int | None = None) -> str:
@@ -257,8 +355,10 @@ def report(limit: int | None = None) -> str:
         runs.append(confidence_run(engine, direction, inside, read_sentences(DATA / ood)[:limit]))
     samples = generate_samples(limit or 1000, DEFAULT_TEST_SEED, "test", unique=True)
     aligned = [
-        ("en->zh", *alignment_counts(en_zh, samples, english_source=True)),
-        ("zh->en", *alignment_counts(zh_en, samples, english_source=False)),
+        ("en->zh", "en->zh model", *alignment_counts(en_zh, samples, english_source=True)),
+        ("en->zh", "both models", *alignment_counts(en_zh, samples, english_source=True, reverse=zh_en)),
+        ("zh->en", "zh->en model", *alignment_counts(zh_en, samples, english_source=False)),
+        ("zh->en", "both models", *alignment_counts(zh_en, samples, english_source=False, reverse=en_zh)),
     ]
     beams = f"beam {en_zh.info.default_beam_size} (the models' default)"
     return "\n".join(
@@ -295,7 +395,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="the page to write into (default: print the tables)")
     parser.add_argument("--limit", type=int, help="at most this many sentences of each set (a quick look)")
+    parser.add_argument(
+        "--sweep",
+        type=float,
+        nargs="+",
+        metavar="MIN_SCORE",
+        help="print the alignments' precision and recall on the dev sentences (not the held-out ones) for each of "
+        "these thresholds instead (--limit: how many dev sentences, default 500)",
+    )
     args = parser.parse_args(argv)
+    if args.sweep:
+        if any(not 0 <= t <= 1 for t in args.sweep):
+            parser.error(f"--sweep thresholds must be between 0 and 1, got {args.sweep}")
+        print(sweep_table(args.limit or 500, args.sweep))
+        return 0
     text = report(args.limit)
     if args.out is None:
         print(text)

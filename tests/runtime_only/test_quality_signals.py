@@ -249,6 +249,69 @@ def test_align_words_rules():
     assert math.isfinite(weights.sum())
 
 
+def test_align_words_both_ways():
+    """The reverse model's attention, averaged in, corrects the forward one: 罗 goes with Paul, not with here."""
+    import numpy as np
+
+    from enzh.runtime.words import SentencePair
+
+    source, target = "Paul here", "保罗在"
+    # forward: the target's characters (one piece each) on the source's words; 罗 leans to "here"
+    forward = SentencePair(
+        ((0, 4), (5, 9)), ((0, 1), (1, 2), (2, 3)), np.array([[0.9, 0.1], [0.4, 0.6], [0.1, 0.9]]), 0, 0
+    )
+    # reverse: the source's words on the target's pieces 保罗 and 在 (its spans in the target come first)
+    back = SentencePair(((0, 2), (2, 3)), ((0, 4), (5, 9)), np.array([[0.95, 0.05], [0.1, 0.9]]), 0, 0)
+    assert align_words(source, target, [forward]).pairs == ((0, 0), (1, 1), (1, 2))
+    assert align_words(source, target, [forward], reverse=[back]).pairs == ((0, 0), (0, 1), (1, 2))
+    assert align_words(source, target, [forward], reverse=[None]).pairs == ((0, 0), (1, 1), (1, 2))
+    with pytest.raises(ValueError, match="1 reverse alignments for 2 sentences"):
+        align_words(source, target, [forward, forward], reverse=[back])
+
+
+def test_the_router_aligns_both_ways_with_the_other_model(pair, en_zh):
+    """Translators hands each model the one of the other direction; one model alone aligns as before."""
+    zh_en = pair.route("zh", "en").engine
+    texts = ["Paul arrived in Guangzhou.", "Anna did not sing these songs this morning."]
+    routed = pair.translate_detailed(texts, source="en", target="zh", alignments=True)
+    both = en_zh.translate_detailed(texts, alignments=True, reverse=zh_en, reverse_target="en")
+    alone = en_zh.translate_detailed(texts, alignments=True)
+    assert [t.alignment for t in routed] == [t.alignment for t in both]
+    assert [t.alignment for t in routed] != [t.alignment for t in alone]
+    assert [t.text for t in routed] == [t.text for t in alone]  # the translations themselves are the same
+    with pytest.raises(TypeError, match="reverse must be a translator"):
+        en_zh.translate_detailed(texts, alignments=True, reverse="zh-en")  # type: ignore[arg-type]
+
+
+def test_a_chinese_name_is_aligned_whole_into_english(pair):
+    """zh->en with both models: every character of a name pairs with its English word (one model alone pairs one
+    character of a two-piece name, e.g. 娜 with Anna but not 安: 1 name of 10 whole in the first 60 sentences)."""
+    from enzh.demo.corpus import DEFAULT_TEST_SEED, generate_samples
+    from enzh.demo.lexicon import Person
+
+    samples = generate_samples(120, DEFAULT_TEST_SEED, "test", unique=True)
+    found = pair.translate_detailed([s.zh for s in samples], source="zh", target="en", alignments=True)
+    checked = whole = 0
+    for sample, translation in zip(samples, found, strict=True):
+        alignment = translation.alignment
+        assert alignment is not None
+        for value in sample.slots.values():
+            if not isinstance(value, Person) or value.kind != "name" or " " in value.en:
+                continue
+            words = [
+                i
+                for i, (a, b) in enumerate(alignment.target_words)
+                if translation.text[a:b].strip(".,?!'s") == value.en
+            ]
+            start = sample.zh.find(value.zh)
+            if len(words) != 1 or start < 0 or sample.zh.find(value.zh, start + 1) >= 0:
+                continue
+            chars = {j for j, (a, _) in enumerate(alignment.source_words) if start <= a < start + len(value.zh)}
+            checked += 1
+            whole += chars <= {s for s, t in alignment.pairs if t == words[0]}
+    assert checked >= 10 and whole >= 0.9 * checked, (whole, checked)
+
+
 def test_alignments_take_a_bool_and_the_embedded_models_have_aligners(en_zh):
     with pytest.raises(TypeError, match="alignments must be True or False"):
         en_zh.translate_detailed(["Hi."], alignments="yes")  # type: ignore[arg-type]

@@ -44,3 +44,29 @@ def test_report_on_a_few_sentences():
     assert text.startswith(MARK_BEGIN) and text.endswith(MARK_END)
     assert "| en->zh | 30 | 30 |" in text and "| zh->en | 30 | 30 |" in text
     assert "precision strict" in text and "Youden" in text
+
+
+def test_dev_sentences_are_not_held_out_ones():
+    from enzh.demo.corpus import DEFAULT_TEST_SEED, generate_samples
+    from enzh.tools.quality_report import dev_samples
+
+    dev = dev_samples(200)
+    held_out = {s.en for s in generate_samples(1000, DEFAULT_TEST_SEED, "test", unique=True)}
+    assert len(dev) == 200 and len({s.en for s in dev}) == 200 and not {s.en for s in dev} & held_out
+
+
+def test_the_sweep_counts_as_the_translator_aligns():
+    """The sweep re-chooses pairs from one alignment pass; at the default thresholds it counts exactly what
+    translate_detailed(alignments=True[, reverse=...]) gives."""
+    from enzh.runtime.router import Translators
+    from enzh.runtime.words import MIN_SCORE, MIN_SCORE_AGREEMENT
+    from enzh.tools.quality_report import alignment_counts, alignment_sweep, dev_samples
+
+    pair = Translators.load(intra_op_threads=1)
+    en_zh, zh_en = pair.route("en", "zh").engine, pair.route("zh", "en").engine
+    samples = dev_samples(40)
+    for engine, back, english in ((en_zh, zh_en, True), (zh_en, en_zh, False)):
+        for reverse, threshold in ((None, MIN_SCORE), (back, MIN_SCORE_AGREEMENT)):
+            (swept,) = alignment_sweep(engine, samples, english, [threshold], reverse=reverse)
+            counted = alignment_counts(engine, samples, english, reverse=reverse)
+            assert swept == counted and counted[0].slots >= 20
