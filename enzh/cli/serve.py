@@ -8,6 +8,7 @@ from typing import Any
 from enzh.scale.options import replica_options
 from enzh.serve.options import ServeOptions
 from enzh.serve.run import serve
+from enzh.serve.scheduler import MODES
 
 # ServeOptions fields whose flag is not ``--field-name`` (tests/serve/test_server_cli.py keeps the two in sync).
 FLAGS = {"model_dirs": "--model", "default_beam_size": "--beam-size", "batching": "--no-batching"}
@@ -44,6 +45,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-beam-size", type=int, default=defaults.max_beam_size)
     p.add_argument("--drain-timeout-s", type=float, default=defaults.drain_timeout_s)
     p.add_argument("--no-batching", action="store_true", help="run requests one at a time (benchmark baseline)")
+    p.add_argument(
+        "--batching-mode",
+        choices=MODES,
+        default=defaults.batching_mode,
+        help="continuous: sentences join a running decode at every step (default); dynamic: whole batches",
+    )
     # keys, limits, timeouts, CORS (docs/server.md "Keys and limits")
     p.add_argument("--api-keys", metavar="FILE", help="require a key of this `enzh keys` store (default: no keys)")
     p.add_argument("--req-limit", type=int, metavar="N", default=defaults.req_limit, help="requests/min per key")
@@ -86,6 +93,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         max_beam_size=args.max_beam_size,
         drain_timeout_s=args.drain_timeout_s,
         batching=not args.no_batching,
+        batching_mode=args.batching_mode,
         max_alternatives=args.max_alternatives,
         download_ttl_s=args.download_ttl_s,
         api_keys=args.api_keys,

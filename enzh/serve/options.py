@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from enzh.runtime.errors import require
-from enzh.serve.scheduler import SchedulerOptions
+from enzh.serve.scheduler import MODES, SchedulerOptions
 
 # uvicorn's worker processes (``--workers N``) get their options as the JSON of a ServeOptions in this variable.
 ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
@@ -37,6 +37,9 @@ class ServeOptions:
     max_queue_delay_ms: float = 5.0  # how long the oldest sentence may wait for a batch to fill
     request_timeout_s: float = 30.0  # deadline while queued and running; 504 after
     batching: bool = True  # False: requests are run one at a time (for the benchmark's baseline)
+    # continuous: sentences join and leave a running decode at every step; dynamic: whole token-budget batches;
+    # single: one request at a time (what batching=False also gives). docs/server.md "How requests are batched"
+    batching_mode: str = "continuous"
     default_beam_size: int | None = None  # None: the model's default (manifest.json)
     max_beam_size: int = 8
     drain_timeout_s: float = 30.0  # SIGTERM: how long in-flight work may take before the server stops
@@ -57,6 +60,10 @@ class ServeOptions:
     handle_sigterm: bool = True  # drain on SIGTERM (only when serving from the main thread)
 
     def __post_init__(self) -> None:
+        require(
+            self.batching_mode in MODES,
+            f"batching_mode must be one of {', '.join(MODES)}, got {self.batching_mode!r}",
+        )
         # A list (the JSON round trip through ENV_OPTIONS) is kept as the tuple it was.
         object.__setattr__(self, "model_dirs", tuple(self.model_dirs))
         require(
@@ -140,6 +147,7 @@ class ServeOptions:
             max_queue_delay_ms=self.max_queue_delay_ms,
             max_queue_size=self.max_queue_size,
             batching=self.batching,
+            mode=self.batching_mode,
         )
 
 
