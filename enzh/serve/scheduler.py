@@ -333,25 +333,30 @@ class Scheduler:
                         decode.running.close()
 
     def _next_batch(self) -> list[_Unit] | None:
-        opts = self.options
-        delay = opts.max_queue_delay_ms / 1000.0
         with self._cond:
             while True:
                 while not self._queue and not self._closing:
                     self._cond.wait()
                 if not self._queue:
                     return None  # closing and nothing left
-                if opts.batching and not self._closing and delay > 0:
-                    # Let a batch fill: until the budget is reached or the oldest unit has waited `delay`.
-                    while self._queue and self._queued_tokens < opts.max_batch_tokens and not self._closing:
-                        left = self._queue[0].job.enqueued_at + delay - time.monotonic()
-                        if left <= 0:
-                            break
-                        self._cond.wait(left)
+                self._wait_to_fill()
                 batch = self._take()
                 if batch:
                     self._running = batch
                     return batch
+
+    def _wait_to_fill(self) -> None:
+        """Let a batch fill: until the budget is reached or the oldest unit has waited ``max_queue_delay_ms``
+        (batching modes only). Caller holds the lock."""
+        opts = self.options
+        delay = opts.max_queue_delay_ms / 1000.0
+        if not opts.batching or self._closing or delay <= 0:
+            return
+        while self._queue and self._queued_tokens < opts.max_batch_tokens and not self._closing:
+            left = self._queue[0].job.enqueued_at + delay - time.monotonic()
+            if left <= 0:
+                break
+            self._cond.wait(left)
 
     def _take(self) -> list[_Unit]:
         """Pop the next batch (FIFO, one beam size and target, token budget, at least one unit). Caller holds the
@@ -465,6 +470,9 @@ class Scheduler:
         lock."""
         opts = self.options
         if self._queue and self._decode_for(_key(self._queue[0])) is None:
+            self._wait_to_fill()
+            if not self._queue:
+                return [], []
             batch = self._take()
             self._running = [*self._running, *batch]
             return [], batch
@@ -519,9 +527,12 @@ class Scheduler:
                 continue
             gone = [u for u in decode.units.values() if u.job.finished]
             if gone:
-                decode.running.cancel(list(gone))
                 for unit in gone:
                     del decode.units[id(unit)]
+                if decode.units:
+                    decode.running.cancel(list(gone))  # their rows leave after the next step
+                else:
+                    decode.running.close()  # nothing else runs: every row leaves now
                 self.observer.dropped(len(gone))
 
     def _step(self, key: tuple[int | None, str | None], decode: _Decode) -> None:
