@@ -321,7 +321,8 @@ class Scheduler:
             self.death = exc
             logger.exception("the batching worker died")
             with self._cond:
-                waiting = {id(u.job): u.job for u in [*self._running, *self._queue]}
+                running = [u for d in self._decodes.values() if d is not None for u in d.units.values()]
+                waiting = {id(u.job): u.job for u in [*self._running, *running, *self._queue]}
                 self._queue.clear()
                 self._running = []
                 self._queued_tokens = 0
@@ -461,6 +462,8 @@ class Scheduler:
             except Exception:
                 logger.exception("opening a running decode failed; batching beam %s dynamically", key[0])
                 running = None
+            if running is None:
+                logger.info("beam %s is batched dynamically: this model cannot join sentences mid-decode", key[0])
             self._decodes[key] = _Decode(running) if running is not None else None
         return self._decodes[key]
 
