@@ -7,7 +7,8 @@ The graphs are written node by node (no tracing), so the layout is exactly what 
   keys/values are therefore computed once per sentence.
   Self-attention is ONNX Runtime's fused ``MultiHeadAttention``; every other layer runs on the batch's real
   tokens only (packed, ``[1, T, d]``), so padding costs attention and nothing else.
-* ``decoder.onnx``: one step for ``R = B x beams`` rows. ``input_ids [R, 1]``, ``position [1]``, ``top_k [1]``,
+* ``decoder.onnx``: one step for ``R = B x beams`` rows. ``input_ids [R, 1]``, ``position [R]`` (or ``[1]``: the
+  same for every row), ``top_k [1]``,
   ``cross_bias`` and the cross keys/values (one entry per sentence, shared by its beams), and the
   self-attention cache ``past_key_i``/``past_value_i [R, H, capacity, dh]`` -> ``logits`` and ``log_probs``
   ``[R, V]`` for the new position only, ``top_log_probs``/``top_ids [R, top_k]`` and ``present_key_i``/
@@ -470,20 +471,24 @@ def build_decoder(arch: ModelArch, store: WeightStore, embed_name: str, lm_head_
     # One step is a single position per row, so the hidden state stays 2-D [R, d]: every linear layer is one
     # Gemm after ONNX Runtime's MatMul+Add fusion, and there are few shape nodes per layer (a step's cost on a
     # small model is mostly per-node dispatch).
-    row = g.op1("Add", ["position", g.const([arch.position_offset])]) if arch.position_offset else "position"
+    # `position` is every row's own position ([R]: rows that joined a running batch at different steps,
+    # enzh.runtime.running) or one for all rows ([1]); as a column [P, 1] it gathers [P, 1, d] position rows.
+    column = g.op1("Reshape", ["position", g.const([-1, 1])])
+    row = g.op1("Add", [column, g.const([arch.position_offset])]) if arch.position_offset else column
     if arch.pad_aware_positions:  # a pad input reads the pad row (zeros); [R, 1] rows
         row = g.op1(
             "Where", [g.op1("Equal", ["input_ids", g.const(arch.pad_token_id)]), g.const(arch.pad_token_id), row]
         )
-    positions = g.op1("Gather", [g.weight(arch.decoder_positions), row])  # [1, d] (pad-aware: [R, 1, d])
+    positions = g.op1("Gather", [g.weight(arch.decoder_positions), row])  # [P, 1, d] (pad-aware: [R, 1, d])
     # The lookup reads input_ids itself (precision variants recognise and rewrite it by that name).
     h = g.op1("Reshape", [_embed(g, arch, embed_name, "input_ids", positions, "decoder"), g.const([-1, d])])  # [R, d]
-    # GroupQueryAttention reads the cache up to seqlens_k (= position, the same for every row) and writes this
-    # step's key/value at that index; total_sequence_length = position + 1 (a scalar).
+    # GroupQueryAttention reads each row's cache up to its seqlens_k (= its position) and writes this step's
+    # key/value at that index; total_sequence_length = the largest position + 1 (a scalar).
     past_len = g.op1("Cast", ["position"], to=TensorProto.INT32)
     rows = g.op1("Slice", [g.op1("Shape", ["input_ids"]), g.const([0]), g.const([1])])
     seqlens = g.op1("Expand", [past_len, rows])
-    total_len = g.op1("Squeeze", [g.op1("Add", [past_len, g.const([1], np.int32)]), g.const([0])])
+    longest = g.op1("ReduceMax", [past_len], keepdims=1)
+    total_len = g.op1("Squeeze", [g.op1("Add", [longest, g.const([1], np.int32)]), g.const([0])])
     # Rows are grouped by sentence: the cross keys/values hold one entry per sentence and the rows of a
     # sentence (its beams) are contiguous, so cross-attention runs as [sentences, beams, d] queries, with the
     # source padding bias broadcast to [sentences, 1, beams, src_len].
@@ -499,7 +504,7 @@ def build_decoder(arch: ModelArch, store: WeightStore, embed_name: str, lm_head_
     ]
     inputs = [
         _i64("input_ids", ["rows", 1]),
-        _i64("position", [1]),
+        _i64("position", ["position_rows"]),
         _i64("top_k", [1]),
         _f32("cross_bias", ["batch", 1, 1, "src_len"]),
     ]

@@ -22,6 +22,7 @@ Lengths follow HF's encoder-decoder convention: every row starts with ``decoder_
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -83,6 +84,55 @@ class Hypothesis:
     score: float
     """Greedy: sum of the chosen tokens' log-probabilities (log-softmax of the processed scores).
     Beam: HF's sequence score, i.e. the summed log-probabilities divided by ``length ** length_penalty``."""
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """A search asks for one decoder step: ``decoder.step(tokens, top_k, logits=logits)``; it is sent the Step."""
+
+    tokens: np.ndarray
+    top_k: int
+    logits: bool
+
+
+@dataclass(frozen=True)
+class Reorder:
+    """A search asks for ``decoder.reorder(rows)``."""
+
+    rows: np.ndarray
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A search's sentence ``sentence`` is done: its best hypotheses, best first."""
+
+    sentence: int
+    hypotheses: list[Hypothesis]
+
+
+# A search as a generator: it yields what it needs of the decoder (StepRequest: it is sent the Step back;
+# Reorder) and each sentence's result as soon as the sentence is done (Finished). The same search runs on a
+# decoder of its own (run_search) or beside others in a running batch (enzh.runtime.running).
+Search = Generator[StepRequest | Reorder | Finished, Step | None, None]
+
+
+def run_search(search: Search, decoder: IncrementalDecoder, batch_size: int) -> list[list[Hypothesis]]:
+    """Drive ``search`` on ``decoder`` to its end; every sentence's hypotheses, in order."""
+    results: list[list[Hypothesis] | None] = [None] * batch_size
+    reply: Step | None = None
+    while True:
+        try:
+            op = search.send(reply)
+        except StopIteration:
+            break
+        reply = None
+        if isinstance(op, StepRequest):
+            reply = decoder.step(op.tokens, op.top_k, logits=op.logits)
+        elif isinstance(op, Reorder):
+            decoder.reorder(op.rows)
+        else:
+            results[op.sentence] = op.hypotheses
+    return [r for r in results if r is not None]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -211,9 +261,14 @@ def _beam_candidates(
 
 def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings) -> list[Hypothesis]:
     """Pick the highest processed score at every step (HF ``_sample`` with ``do_sample=False``)."""
+    return [found[0] for found in run_search(greedy_steps(batch_size, settings), decoder, batch_size)]
+
+
+def greedy_steps(batch_size: int, settings: DecodingSettings, cancelled: np.ndarray | None = None) -> Search:
+    """:func:`greedy_search` as a :data:`Search`. ``cancelled`` (bool per sentence, may be set while it runs):
+    sentences to stop after the current step (their result is whatever they have, for nobody)."""
     if batch_size == 0:
-        return []
-    results: list[Hypothesis | None] = [None] * batch_size
+        return
     sentence = np.arange(batch_size)  # source sentence of each running row
     max_length, eos = settings.max_length, settings.eos_token_id
     # Token history of every running row, start token included: its first `length` columns are filled.
@@ -234,7 +289,8 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
         else:
             bans = bans_for(length)
             # Raw logits only for the processors that need them (repetition penalty depends on their sign).
-            step = decoder.step(tokens, 1 + len(bans or ()), logits=bans is None)
+            step = yield StepRequest(tokens, 1 + len(bans or ()), bans is None)
+            assert step is not None
             best = _greedy_from_top(step, bans_for.checked(bans, step)) if bans is not None else None
             if best is None:
                 # Fixed bans only: processing the log-probabilities instead of the logits picks the same token
@@ -251,17 +307,18 @@ def greedy_search(decoder: IncrementalDecoder, batch_size: int, settings: Decodi
             finished = np.ones(len(tokens), dtype=bool)
         else:
             finished = tokens == eos
+            if cancelled is not None:
+                finished |= cancelled[sentence]
             if not finished.any():
                 continue
         for row in finished.nonzero()[0].tolist():
-            results[sentence[row]] = Hypothesis(tuple(history[row, 1:length].tolist()), float(total[row]))
+            yield Finished(int(sentence[row]), [Hypothesis(tuple(history[row, 1:length].tolist()), float(total[row]))])
         if finished.all():
             break
         # 3. Drop the finished rows from the decoder (rows from the end fill their places: fewest rows move).
         keep = _fill_from_end(finished)
-        decoder.reorder(keep)
+        yield Reorder(keep)
         sentence, history, total, tokens = sentence[keep], history[keep], total[keep], tokens[keep]
-    return [hypothesis for hypothesis in results if hypothesis is not None]
 
 
 def _fill_from_end(finished: np.ndarray) -> np.ndarray:
@@ -356,15 +413,22 @@ def check_num_return_sequences(num_return_sequences: int, num_beams: int) -> Non
         )
 
 
-# Long on purpose: one function per strategy, one comment per step, read top to bottom against HF's beam search.
 def beam_search_nbest(
     decoder: IncrementalDecoder, batch_size: int, settings: DecodingSettings, num_return_sequences: int
 ) -> list[list[Hypothesis]]:
     """:func:`beam_search` returning the best ``num_return_sequences`` finished hypotheses of every sentence,
     best first, as ``generate(num_return_sequences=N)`` orders them (with their ``sequences_scores``)."""
     check_num_return_sequences(num_return_sequences, settings.num_beams)
+    return run_search(beam_steps(batch_size, settings, num_return_sequences), decoder, batch_size)
+
+
+def beam_steps(
+    batch_size: int, settings: DecodingSettings, num_return_sequences: int = 1, cancelled: np.ndarray | None = None
+) -> Search:
+    """:func:`beam_search_nbest` as a :data:`Search` (``cancelled``: as in :func:`greedy_steps`)."""
+    # Long on purpose: one function per strategy, one comment per step, read top to bottom against HF's.
     if batch_size == 0:
-        return []
+        return
     num_beams = settings.num_beams
     num_candidates = 2 * num_beams  # HF: max(2, 1 + number of eos ids) * num_beams
     max_generated = settings.max_length - 1
@@ -378,8 +442,7 @@ def beam_search_nbest(
 
     # Each sentence starts as num_beams identical rows; all but the first get an impossible score so the first
     # step expands only one of them.
-    decoder.reorder(np.repeat(np.arange(batch_size, dtype=np.int64), num_beams))
-    results: list[list[Hypothesis] | None] = [None] * batch_size
+    yield Reorder(np.repeat(np.arange(batch_size, dtype=np.int64), num_beams))
     sentence = np.arange(batch_size)  # source sentence of each active sentence slot
     # Token history of every running row, start token included: its first `generated` columns are filled.
     history = np.empty((batch_size * num_beams, settings.max_length), dtype=np.int64)
@@ -409,9 +472,12 @@ def beam_search_nbest(
             # (tied running scores: torch.topk's order decides, from a full row of scores; any scores will do)
             log_probs = log_softmax(np.zeros((len(last), vocab), dtype=np.float32)) if candidates is None else None
         elif bans is None:
-            log_probs = decoder.step(last, 1, logits=False).log_probs
+            full = yield StepRequest(last, 1, False)
+            assert full is not None
+            log_probs = full.log_probs
         else:
-            step = decoder.step(last, num_candidates + 1 + len(bans), logits=False)
+            step = yield StepRequest(last, num_candidates + 1 + len(bans), False)
+            assert step is not None
             candidates = _beam_candidates_from_top(step, bans_for.checked(bans, step), running_scores, settings)
             log_probs = step.log_probs
         if log_probs is not None:
@@ -463,26 +529,30 @@ def beam_search_nbest(
             done = ~can_improve | kept_finished.all(axis=1)
         else:
             done = ~can_improve
+        if cancelled is not None:
+            done |= cancelled[sentence]
         if not done.any():
-            decoder.reorder(parent_rows)  # 9. (nothing dropped)
+            yield Reorder(parent_rows)  # 9. (nothing dropped)
             continue
         for slot in done.nonzero()[0].tolist():
             tokens, lengths = kept_tokens[sentence[slot]], kept_lengths[sentence[slot]]
-            results[sentence[slot]] = [
-                Hypothesis(tuple(tokens[j, : lengths[j]].tolist()), float(kept_scores[slot, j]))
-                for j in range(num_return_sequences)
-            ]
+            yield Finished(
+                int(sentence[slot]),
+                [
+                    Hypothesis(tuple(tokens[j, : lengths[j]].tolist()), float(kept_scores[slot, j]))
+                    for j in range(num_return_sequences)
+                ],
+            )
         if done.all():
             break
 
         # 9. Reorder the decoder to the new running beams, leaving out the rows of done sentences.
         keep = np.flatnonzero(~done)
         keep_rows = np.repeat(~done, num_beams)
-        decoder.reorder(parent_rows[keep_rows])
+        yield Reorder(parent_rows[keep_rows])
         history, last = history[keep_rows], last[keep_rows]
         sentence, can_improve, running_scores = sentence[keep], can_improve[keep], running_scores[keep]
         kept_scores, kept_finished = kept_scores[keep], kept_finished[keep]
-    return [hypotheses for hypotheses in results if hypotheses is not None]
 
 
 def _store_kept(

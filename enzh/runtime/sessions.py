@@ -208,6 +208,14 @@ class ModelSessions:
         self._spare_lock = threading.Lock()
 
     @property
+    def row_positions(self) -> bool:
+        """Whether the decoder takes one position per row (``position [R]``: rows can join a running decode at any
+        step, enzh.runtime.running); decoders exported before it take one for all (``python -m enzh.export.upgrade``
+        rewrites them)."""
+        position = next(i for i in self.decoder.get_inputs() if i.name == "position")
+        return not isinstance(position.shape[0], int)
+
+    @property
     def decoder_sessions(self) -> list[ort.InferenceSession]:
         """The decoder's sessions: the main one, and the one-thread one for few rows when the model has it."""
         return [self.decoder] if self.decoder_serial is None else [self.decoder, self.decoder_serial]
@@ -429,7 +437,7 @@ class OrtDecoder:
             # (Re)bind what lives in preallocated buffers; later steps only write into them.
             binding.io.clear_binding_outputs()
             binding.input("input_ids", self._ids[:rows])
-            binding.input("position", self._position)
+            binding.input("position", self._position_input(rows))
             binding.input("top_k", self._top_k)
             names = zip(self.s._past_names, self.s._present_names, self._cache, self._pointers, strict=True)
             for name, out_name, cache, pointer in names:
@@ -451,16 +459,24 @@ class OrtDecoder:
             self._bound_k = k
         self._ids[:rows, 0] = tokens
         self.s.fill_rows(self._ids[:rows])
-        self._position[0] = self.position
         self._top_k[0] = k
-        session.run_with_iobinding(binding.io)
-        self.position += 1
+        self._run_step(session, binding, rows)
         return Step(
             logits=self._scores_of(0, rows) if logits else None,
             log_probs=self._scores_of(1, rows),
             top_log_probs=self._top[0],
             top_ids=self._top[1],
         )
+
+    def _position_input(self, rows: int) -> np.ndarray:
+        """The array bound as ``position``: one position for every row (a running batch binds one per row)."""
+        return self._position
+
+    def _run_step(self, session: ort.InferenceSession, binding: _Binding, rows: int) -> None:
+        """Run the bound step at the current position and advance it."""
+        self._position[0] = self.position
+        session.run_with_iobinding(binding.io)
+        self.position += 1
 
     def _scores_of(self, kind: int, rows: int) -> np.ndarray:
         """This step's logits (0) or log-probabilities (1), ``[rows, vocab]``; with a shortlist the scored

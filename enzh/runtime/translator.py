@@ -28,6 +28,7 @@ from enzh.runtime.manifest import Manifest, ModelDirError
 from enzh.runtime.options import DecodingSettings, RuntimeOptions, TranslateOptions
 from enzh.runtime.parallel import ShardRunner, shard_sentences
 from enzh.runtime.pieces import Span
+from enzh.runtime.running import RunningBatch
 from enzh.runtime.segment import PreparedText, assemble_text, join_parts, prepare_text, split_sentences
 from enzh.runtime.sessions import ModelSessions
 from enzh.runtime.tokenizer import tokenizer_for
@@ -593,6 +594,31 @@ class Translator:
                 for i, hyps in zip(batch, hypotheses, strict=True):
                     results[i] = hyps
         return [r for r in results if r is not None]
+
+    def running_batch(self, *, beam_size: int | None = None, **overrides: object) -> RunningBatch | None:
+        """A :class:`~enzh.runtime.running.RunningBatch` of this model: sentences join and leave a decode between
+        steps (continuous batching), each with the output bound and result :meth:`generate_ids` gives it. None
+        when this model cannot: a decoder exported before per-row positions (``python -m enzh.export.upgrade
+        DIR``), or a source-shortlist variant (its projection's columns are chosen per whole batch)."""
+        if not self.sessions.row_positions or self.sessions.source_shortlist is not None:
+            return None
+        beams = self.settings(max_new_tokens=1, beam_size=beam_size, **overrides).num_beams
+        limit = self.adapter.max_positions - 1
+        generation_limit = int(self.adapter.generation.get("max_length", limit + 1)) - 1
+
+        @functools.lru_cache(maxsize=64)
+        def settings_for(length: int) -> DecodingSettings:
+            bound = default_max_new_tokens(length, min(limit, generation_limit))
+            return self.settings(max_new_tokens=bound, beam_size=beam_size, **overrides)
+
+        return RunningBatch(
+            self.sessions,
+            settings_for,
+            beams=beams,
+            pad_token_id=self.adapter.pad_token_id,
+            max_positions=self.adapter.max_positions,
+            runner=self._shards if self._shards.threads > 1 else None,
+        )
 
     def _decode_batch(
         self,

@@ -333,7 +333,7 @@ def _add_files(app: FastAPI, service: Service, modes: Modes) -> None:
         if route is None:
             output = data  # already in the target language
         else:
-            output = await modes.render_document(parsed, route=route, options=read_as)
+            output = await modes.render_document(parsed, route=route, options=read_as, request=request)
         file_id = await asyncio.get_running_loop().run_in_executor(None, store.put, name, output)
         url = request.url_for("download_file", file_id=file_id, name=quote(name, safe=""))
         return json_response({"translatedFileUrl": str(url)})

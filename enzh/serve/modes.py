@@ -392,13 +392,16 @@ class Modes:
 
         return await asyncio.get_running_loop().run_in_executor(self._pool("markup"), read)
 
-    async def render_document(self, parsed: Parsed, *, route: Target, options: DocumentOptions) -> bytes:
-        """The translated document (bytes, encoded like its input), through the route's scheduler in chunks."""
+    async def render_document(
+        self, parsed: Parsed, *, route: Target, options: DocumentOptions, request: Request | None = None
+    ) -> bytes:
+        """The translated document (bytes, encoded like its input), through the route's scheduler in chunks. With
+        the ``request``, its client leaving stops the work: the chunk in the queue or running is dropped (499)."""
         service = self.service
         with self.service.admitted():
             loop = asyncio.get_running_loop()
             beam = route.model.default_beam
-            sentences = SchedulerSentences(service, loop, route=route, beam_size=beam, deadline=None)
+            sentences = SchedulerSentences(service, loop, route=route, beam_size=beam, deadline=None, request=request)
             output = await loop.run_in_executor(self._pool("markup"), render, parsed, sentences, options)
         if isinstance(output, str):  # only for str input, which a file never is
             output = output.encode("utf-8")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from enzh.runtime.errors import require
 from enzh.runtime.flags import option
-from enzh.serve.scheduler import SchedulerOptions
+from enzh.serve.scheduler import MODES, SchedulerOptions
 
 # uvicorn's worker processes (``--workers N``) get their options as the JSON of a ServeOptions in this variable.
 ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
@@ -53,6 +53,14 @@ class ServeOptions:
     max_queue_size: int = option(1024, "sentences waiting for the worker; 429 + Retry-After above", group=BATCHING)
     batching: bool = option(
         True, "run requests one at a time (the benchmark's baseline)", flag="--no-batching", group=BATCHING
+    )
+    # docs/server.md "How requests are batched"
+    batching_mode: str = option(
+        "continuous",
+        "continuous: sentences join and leave a running decode at every step; dynamic: whole token-budget "
+        "batches; single: one request at a time (what --no-batching also gives)",
+        metavar="|".join(MODES),
+        group=BATCHING,
     )
     default_beam_size: int | None = option(
         None,
@@ -128,6 +136,10 @@ class ServeOptions:
     handle_sigterm: bool = option(True, "drain on SIGTERM (only when serving from the main thread)", flag=None)
 
     def __post_init__(self) -> None:
+        require(
+            self.batching_mode in MODES,
+            f"batching_mode must be one of {', '.join(MODES)}, got {self.batching_mode!r}",
+        )
         # A list (the JSON round trip through ENV_OPTIONS) is kept as the tuple it was.
         object.__setattr__(self, "model_dirs", tuple(self.model_dirs))
         require(
@@ -221,6 +233,7 @@ class ServeOptions:
             max_queue_delay_ms=self.max_queue_delay_ms,
             max_queue_size=self.max_queue_size,
             batching=self.batching,
+            mode=self.batching_mode,
         )
 
 

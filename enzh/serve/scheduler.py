@@ -1,9 +1,19 @@
-"""Dynamic batching across requests: one worker thread, token-budget batches, exact result routing.
+"""Batching across requests: one worker thread, continuous or token-budget batches, exact result routing.
 
 Requests submit *units* (source id lists, normally one per sentence) from the event loop. A single worker
-thread pools the units of every waiting request into batches of at most ``max_batch_tokens`` source tokens,
-waiting at most ``max_queue_delay_ms`` after the oldest unit arrived for a batch to fill, runs the engine off
-the event loop, and hands every request exactly its own results, in its own order.
+thread runs them off the event loop and hands every request exactly its own results, in its own order, in one
+of three ways (``SchedulerOptions.mode``):
+
+* ``continuous`` (with a ``running`` opener, see :data:`OpenRunning`): the worker keeps one running decode per
+  beam size and target (:class:`enzh.runtime.running.RunningBatch`). Before every decoder step, waiting units
+  join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
+  ``max_running_rows`` rows); after it, finished units leave and are answered at once, and the units of
+  cancelled jobs (client gone, deadline passed) stop. A short sentence never waits for a long batch to end.
+  Units whose model cannot join mid-decode (the opener returns None) are batched as in ``dynamic``.
+* ``dynamic``: the units of every waiting request are pooled into batches of at most ``max_batch_tokens``
+  source tokens, waiting at most ``max_queue_delay_ms`` after the oldest unit arrived for a batch to fill; a
+  batch runs to its end before the next starts.
+* ``single``: one request at a time (its own units still batched together): the benchmark's baseline.
 
 Batch invariance: the engine's output for a unit depends only on that unit (its ids, its beam size and an
 output bound derived from its own length), never on its batch neighbours, so a sentence translated in a
@@ -19,7 +29,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,6 +41,36 @@ logger = logging.getLogger("enzh")
 # language, which the multilingual families force as the first token; the units of a batch share both).
 Engine = Callable[[list[list[int]], int | None, str | None], list[str]]
 
+MODES = ("continuous", "dynamic", "single")
+
+
+class RunningDecode(Protocol):
+    """A decode that units join and leave between steps (the service wraps a RunningBatch in one)."""
+
+    @property
+    def sentences(self) -> int: ...
+
+    @property
+    def tokens(self) -> int: ...
+
+    @property
+    def rows(self) -> int: ...
+
+    def add(self, sources: list[list[int]], tags: list[Hashable]) -> None: ...
+
+    def step(self) -> list[tuple[Hashable, str]]:
+        """One step for every unit; the units done since the last call (by tag) with their decoded strings."""
+        ...
+
+    def cancel(self, tags: list[Hashable]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# running(beam_size, target) -> a running decode for that beam size and target, or None when the model cannot
+# join sentences mid-decode (its units are then batched dynamically).
+OpenRunning = Callable[[int | None, str | None], RunningDecode | None]
+
 
 @dataclass(frozen=True, kw_only=True)
 class SchedulerOptions:
@@ -39,9 +79,16 @@ class SchedulerOptions:
     max_batch_tokens: int = 2048
     max_queue_delay_ms: float = 5.0
     max_queue_size: int = 2048
-    batching: bool = True  # False: one request at a time (its own units still batched together)
+    batching: bool = True  # False: one request at a time (its own units still batched together), whatever mode says
+    mode: str = "continuous"  # continuous, dynamic or single (see the module docstring)
+    max_running_rows: int = 256  # continuous: decoder rows (sentences x beams) running at once
 
     def __post_init__(self) -> None:
+        require(self.mode in MODES, f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        require(self.max_running_rows >= 1, f"max_running_rows must be >= 1, got {self.max_running_rows}")
+        if not self.batching:
+            object.__setattr__(self, "mode", "single")
+        object.__setattr__(self, "batching", self.mode != "single")
         require(self.max_batch_tokens >= 1, f"max_batch_tokens must be >= 1, got {self.max_batch_tokens}")
         require(
             self.max_queue_delay_ms >= 0 and math.isfinite(self.max_queue_delay_ms),
@@ -140,9 +187,18 @@ class _Unit:
 class Scheduler:
     """Pool units from concurrent requests into token-budget batches run by one worker thread."""
 
-    def __init__(self, engine: Engine, options: SchedulerOptions, observer: Observer | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        options: SchedulerOptions,
+        observer: Observer | None = None,
+        running: OpenRunning | None = None,
+    ) -> None:
         self.engine = engine
         self.options = options
+        # Continuous batching needs a running decode; without one (a stand-in engine) the units batch dynamically.
+        self.running = running if options.mode == "continuous" else None
+        self._decodes: dict[tuple[int | None, str | None], _Decode | None] = {}  # None: that key cannot join
         self.observer: Observer = observer or _NullObserver()
         self._cond = threading.Condition()
         self._queue: deque[_Unit] = deque()
@@ -150,6 +206,7 @@ class Scheduler:
         self._closing = False
         self._running: list[_Unit] = []
         self._seconds_per_unit = 0.05  # running estimate used for Retry-After
+        self._busy_seconds = 0.0  # continuous: engine time since a unit last finished
         self._thread: threading.Thread | None = None
         self.death: BaseException | None = None
 
@@ -183,7 +240,7 @@ class Scheduler:
 
     @property
     def busy(self) -> bool:
-        return bool(self._queue) or bool(self._running)
+        return bool(self._queue) or bool(self._running) or self._in_flight()
 
     def retry_after(self) -> int:
         """Seconds until the queue has likely drained (at least 1)."""
@@ -252,6 +309,9 @@ class Scheduler:
 
     def _run(self) -> None:
         try:
+            if self.running is not None:
+                self._run_continuous()
+                return
             while True:
                 batch = self._next_batch()
                 if batch is None:
@@ -261,33 +321,43 @@ class Scheduler:
             self.death = exc
             logger.exception("the batching worker died")
             with self._cond:
-                waiting = {id(u.job): u.job for u in [*self._running, *self._queue]}
+                running = [u for d in self._decodes.values() if d is not None for u in d.units.values()]
+                waiting = {id(u.job): u.job for u in [*self._running, *running, *self._queue]}
                 self._queue.clear()
                 self._running = []
                 self._queued_tokens = 0
             for job in waiting.values():
                 job._resolve(WorkerDead("the batching worker has died"))
+            for decode in self._decodes.values():
+                if decode is not None:
+                    with contextlib.suppress(Exception):
+                        decode.running.close()
 
     def _next_batch(self) -> list[_Unit] | None:
-        opts = self.options
-        delay = opts.max_queue_delay_ms / 1000.0
         with self._cond:
             while True:
                 while not self._queue and not self._closing:
                     self._cond.wait()
                 if not self._queue:
                     return None  # closing and nothing left
-                if opts.batching and not self._closing and delay > 0:
-                    # Let a batch fill: until the budget is reached or the oldest unit has waited `delay`.
-                    while self._queue and self._queued_tokens < opts.max_batch_tokens and not self._closing:
-                        left = self._queue[0].job.enqueued_at + delay - time.monotonic()
-                        if left <= 0:
-                            break
-                        self._cond.wait(left)
+                self._wait_to_fill()
                 batch = self._take()
                 if batch:
                     self._running = batch
                     return batch
+
+    def _wait_to_fill(self) -> None:
+        """Let a batch fill: until the budget is reached or the oldest unit has waited ``max_queue_delay_ms``
+        (batching modes only). Caller holds the lock."""
+        opts = self.options
+        delay = opts.max_queue_delay_ms / 1000.0
+        if not opts.batching or self._closing or delay <= 0:
+            return
+        while self._queue and self._queued_tokens < opts.max_batch_tokens and not self._closing:
+            left = self._queue[0].job.enqueued_at + delay - time.monotonic()
+            if left <= 0:
+                break
+            self._cond.wait(left)
 
     def _take(self) -> list[_Unit]:
         """Pop the next batch (FIFO, one beam size and target, token budget, at least one unit). Caller holds the
@@ -359,3 +429,165 @@ class Scheduler:
         if len(outputs) != len(sources):
             raise RuntimeError(f"engine returned {len(outputs)} results for {len(sources)} sources")
         return outputs
+
+    # -- continuous batching (worker side) ------------------------------------------------------------------
+
+    def _run_continuous(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._in_flight() and not self._closing:
+                    self._cond.wait()
+                if not self._queue and not self._in_flight():
+                    return  # closing and nothing left
+                joining, whole = self._admit()
+            if whole:
+                self._execute(whole)  # a model that cannot join mid-decode: one dynamic batch
+            self._join(joining)
+            self._drop_cancelled()
+            for key, decode in list(self._decodes.items()):
+                if decode is not None and decode.units:
+                    self._step(key, decode)
+            with self._cond:
+                self._running = [u for d in self._decodes.values() if d is not None for u in d.units.values()]
+
+    def _in_flight(self) -> bool:
+        return any(d is not None and d.units for d in list(self._decodes.values()))
+
+    def _decode_for(self, key: tuple[int | None, str | None]) -> _Decode | None:
+        """The running decode of ``key`` (opened on first use; None: its units cannot join one)."""
+        if key not in self._decodes:
+            assert self.running is not None
+            try:
+                running = self.running(*key)
+            except Exception:
+                logger.exception("opening a running decode failed; batching beam %s dynamically", key[0])
+                running = None
+            if running is None:
+                logger.info("beam %s is batched dynamically: this model cannot join sentences mid-decode", key[0])
+            self._decodes[key] = _Decode(running) if running is not None else None
+        return self._decodes[key]
+
+    def _admit(self) -> tuple[list[_Unit], list[_Unit]]:
+        """Pop the waiting units that join their running decodes now (FIFO while the budgets allow; a decode with
+        nothing running takes at least one), or a dynamic batch of units that cannot join. Caller holds the
+        lock."""
+        opts = self.options
+        if self._queue and self._decode_for(_key(self._queue[0])) is None:
+            self._wait_to_fill()
+            if not self._queue:
+                return [], []
+            batch = self._take()
+            self._running = [*self._running, *batch]
+            return [], batch
+        tokens = sum(d.running.tokens for d in self._decodes.values() if d is not None)
+        rows = sum(d.running.rows for d in self._decodes.values() if d is not None)
+        joining: list[_Unit] = []
+        kept: deque[_Unit] = deque()
+        full = False
+        for unit in self._queue:
+            key = _key(unit)
+            decode = self._decode_for(key)
+            beams = max(1, unit.job.beam_size or 1)
+            fits = tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= opts.max_running_rows
+            if decode is None or full or not (fits or (not tokens and not joining)):
+                full = full or decode is not None
+                kept.append(unit)
+                continue
+            joining.append(unit)
+            tokens += len(unit.ids)
+            rows += beams
+        self._queue = kept
+        self._queued_tokens -= sum(len(u.ids) for u in joining)
+        self._running = [*self._running, *joining]
+        return joining, []
+
+    def _join(self, units: list[_Unit]) -> None:
+        """Add the units to their running decodes (one add per decode: their sentences are encoded together)."""
+        now = time.monotonic()
+        groups: dict[tuple[int | None, str | None], list[_Unit]] = {}
+        for unit in units:
+            if unit.job.finished:
+                continue
+            groups.setdefault(_key(unit), []).append(unit)
+            if unit.job.started_at is None:
+                unit.job.started_at = now
+                self.observer.queue_wait(now - unit.job.enqueued_at)
+        for key, members in groups.items():
+            decode = self._decodes[key]
+            assert decode is not None
+            try:
+                decode.running.add([u.ids for u in members], list(members))
+            except Exception as exc:
+                logger.exception("adding %d units to the running decode failed", len(members))
+                self._fail({id(u.job): u.job for u in members}.values(), exc)
+                continue
+            decode.units.update({id(u): u for u in members})
+
+    def _drop_cancelled(self) -> None:
+        """Stop the running units of jobs that are finished without them (cancelled, or failed elsewhere)."""
+        for decode in self._decodes.values():
+            if decode is None:
+                continue
+            gone = [u for u in decode.units.values() if u.job.finished]
+            if gone:
+                for unit in gone:
+                    del decode.units[id(unit)]
+                if decode.units:
+                    decode.running.cancel(list(gone))  # their rows leave after the next step
+                else:
+                    decode.running.close()  # nothing else runs: every row leaves now
+                self.observer.dropped(len(gone))
+
+    def _step(self, key: tuple[int | None, str | None], decode: _Decode) -> None:
+        units = len(decode.units)
+        tokens = decode.running.tokens
+        start = time.perf_counter()
+        try:
+            done = decode.running.step()
+        except Exception as exc:
+            logger.exception("a step of the running decode failed; its %d units fail", units)
+            jobs = {id(u.job): u.job for u in decode.units.values()}
+            with contextlib.suppress(Exception):
+                decode.running.close()
+            self._decodes.pop(key, None)
+            self._fail(jobs.values(), exc)
+            return
+        seconds = time.perf_counter() - start
+        self.observer.batch(units, tokens, seconds)
+        share = seconds / max(1, units)
+        for unit in decode.units.values():
+            unit.job.inference_seconds += share
+        # Retry-After's estimate: engine time per finished unit.
+        self._busy_seconds += seconds
+        if done:
+            self._seconds_per_unit = 0.8 * self._seconds_per_unit + 0.2 * (self._busy_seconds / len(done))
+            self._busy_seconds = 0.0
+        for tag, output in done:
+            left = decode.units.pop(id(tag), None)
+            if left is None:
+                continue
+            job = left.job
+            if job.finished:
+                continue
+            job.results[left.slot] = output
+            job.remaining -= 1
+            if job.remaining == 0:
+                job._resolve([r if r is not None else "" for r in job.results])
+
+    def _fail(self, jobs: Iterable[Job], exc: BaseException) -> None:
+        for job in list(jobs):
+            if not job.finished:
+                self._drop_queued(job)
+                job._resolve(EngineFailed(f"translation failed: {type(exc).__name__}"))
+
+
+@dataclass(eq=False)
+class _Decode:
+    """A running decode and its units, by id."""
+
+    running: RunningDecode
+    units: dict[int, _Unit] = field(default_factory=dict)
+
+
+def _key(unit: _Unit) -> tuple[int | None, str | None]:
+    return unit.job.beam_size, unit.job.target

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +28,16 @@ from enzh.runtime.router import Translators, base_language
 from enzh.serve.errors import ApiError
 from enzh.serve.metrics import Metrics, ModelObserver
 from enzh.serve.options import ServeOptions
-from enzh.serve.scheduler import EngineFailed, Job, QueueFull, Scheduler, SchedulerClosed, WorkerDead
+from enzh.serve.scheduler import (
+    EngineFailed,
+    Job,
+    OpenRunning,
+    QueueFull,
+    RunningDecode,
+    Scheduler,
+    SchedulerClosed,
+    WorkerDead,
+)
 
 logger = logging.getLogger("enzh")
 
@@ -167,7 +176,12 @@ class Service:
                 default = self.options.default_beam_size or self._engine_of(model).info.default_beam_size
                 model.default_beam = min(default, self.options.max_beam_size)
                 observer = ModelObserver(self.metrics, model.label, model.direction_label)
-                model.scheduler = Scheduler(self._batch_engine(model), self.options.scheduler_options(), observer)
+                model.scheduler = Scheduler(
+                    self._batch_engine(model),
+                    self.options.scheduler_options(),
+                    observer,
+                    running=self._running_decodes(model),
+                )
                 observer.watch(model.scheduler)
                 model.scheduler.start()
             if self.options.warmup:
@@ -231,6 +245,18 @@ class Service:
             return [Decoded.of(t, h.token_ids, getattr(h, "score", None)) for t, h in zip(texts, hyps, strict=True)]
 
         return run
+
+    def _running_decodes(self, model: Model) -> OpenRunning:
+        """The model's running decodes for continuous batching (None for an engine that has none: a stand-in, or
+        a model that cannot join sentences mid-decode, whose units are then batched dynamically)."""
+
+        def open_running(beam_size: int | None, target: str | None) -> RunningDecode | None:
+            engine = self._engine_of(model)
+            make = getattr(engine, "running_batch", None)
+            batch = make(beam_size=beam_size, target=target) if make is not None else None
+            return _Running(engine, batch) if batch is not None else None
+
+        return open_running
 
     def _engine(self, sources: list[list[int]], beam_size: int | None, target: str | None = None) -> list[str]:
         """The first model's batch function (what its scheduler runs)."""
@@ -515,6 +541,45 @@ class Service:
             raise ApiError(503, "worker_dead", str(exc), {"Retry-After": "30"}) from None
         except EngineFailed as exc:
             raise ApiError(500, "internal_error", str(exc)) from None
+
+
+class _Running:
+    """A translator's RunningBatch as the scheduler's RunningDecode: finished units come back decoded."""
+
+    def __init__(self, engine: Engine, batch: Any) -> None:
+        self.engine = engine
+        self.batch = batch
+
+    @property
+    def sentences(self) -> int:
+        return int(self.batch.sentences)
+
+    @property
+    def tokens(self) -> int:
+        return int(self.batch.tokens)
+
+    @property
+    def rows(self) -> int:
+        return int(self.batch.rows)
+
+    def add(self, sources: list[list[int]], tags: list[Hashable]) -> None:
+        self.batch.add(sources, tags)
+
+    def step(self) -> list[tuple[Hashable, str]]:
+        done = self.batch.step()
+        if not done:
+            return []
+        best = [hypotheses[0] for _, hypotheses in done]
+        texts = self.engine.decode([h.token_ids for h in best])
+        return [
+            (tag, Decoded.of(text, h.token_ids, h.score)) for (tag, _), text, h in zip(done, texts, best, strict=True)
+        ]
+
+    def cancel(self, tags: list[Hashable]) -> None:
+        self.batch.cancel(tags)
+
+    def close(self) -> None:
+        self.batch.close()
 
 
 def _confidence(engine: Engine, prepared: Any, text: str, units: list[str], beam_size: int | None) -> Confidence | None:

@@ -1,14 +1,16 @@
-"""Load benchmark of the HTTP service: N clients for T seconds, with and without dynamic batching.
+"""Load benchmark of the HTTP service: N clients for T seconds, continuous against dynamic batching and one at a time.
 
-    python -m enzh.tools.server_bench --clients 1,4,16 --seconds 20          # starts its own servers
+    python -m enzh.tools.server_bench --clients 1,4,16,64 --seconds 10 --lengths mixed   # starts its own servers
     python -m enzh.tools.server_bench --url http://127.0.0.1:8000 --clients 16    # an already running server
 
-Each client sends one request, waits for the answer, and sends the next (closed loop). Requests hold 1 to 4
-sentences from the demo model's held-out set; with ``--mix both``, half of them are Chinese (the zh->en demo's
-held-out sentences, sent with ``"target": "en"``), so the server routes requests of both directions at once.
-Reports throughput (requests and sentences per second), latency
-percentiles, errors, and the ratio of the p99 under load to the median latency of a single request on an idle
-server. Timings are reported, never asserted.
+Each client sends one request, waits for the answer, and sends the next (closed loop). With ``--lengths short``
+requests hold 1 to 4 sentences from the demo model's held-out set; with ``--lengths mixed`` (the default) 1 to 8,
+a quarter of them long (three or four held-out sentences joined into one). With ``--mix both``, half of them
+are Chinese (the zh->en demo's held-out sentences, sent with ``"target": "en"``), so the server routes requests
+of both directions at once. ``--modes`` picks the servers started (``--batching-mode`` of each; default all
+three, one after another, on the same model). Reports throughput (requests and sentences per second), latency
+percentiles, errors, the ratio of the p99 under load to the median latency of a single request on an idle
+server, and the same for the one-sentence requests alone. Timings are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class Result:
     p50_ms: float
     p95_ms: float
     p99_ms: float
+    # The one-sentence requests: their median alone (idle server), and their p50/p99 under this load.
+    one_alone_ms: float = float("nan")
+    one_p50_ms: float = float("nan")
+    one_p99_ms: float = float("nan")
 
     @property
     def requests_per_s(self) -> float:
@@ -58,21 +64,30 @@ class Result:
     def p99_ratio(self) -> float:
         return self.p99_ms / self.single_p50_ms if self.single_p50_ms else float("nan")
 
+    @property
+    def one_ratio(self) -> float:
+        return self.one_p99_ms / self.one_alone_ms if self.one_alone_ms else float("nan")
+
     def row(self) -> str:
         return (
             f"| {self.mode} | {self.clients} | {self.requests_per_s:.1f} | {self.sentences_per_s:.1f} | "
             f"{self.p50_ms:.0f} | {self.p95_ms:.0f} | {self.p99_ms:.0f} | {self.single_p50_ms:.0f} | "
-            f"{self.p99_ratio:.1f}x | {self.errors} |"
+            f"{self.p99_ratio:.1f}x | {self.one_alone_ms:.0f} | {self.one_p50_ms:.0f} | {self.one_p99_ms:.0f} | "
+            f"{self.one_ratio:.1f}x | {self.errors} |"
         )
 
 
 HEADER = (
     "| mode | clients | requests/s | sentences/s | p50 ms | p95 ms | p99 ms | single-request p50 ms "
-    "| p99 / single | errors |\n|---|---|---|---|---|---|---|---|---|---|"
+    "| p99 / single | 1-sentence alone ms | 1-sentence p50 ms | 1-sentence p99 ms | 1-sentence p99 / alone "
+    "| errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 MIXES = ("en", "both")  # English requests only; English and Chinese requests, half each
+LENGTHS = ("short", "mixed")  # 1-4 held-out sentences; 1-8, a quarter of them long
+MODES = ("continuous", "dynamic", "single")  # the servers' --batching-mode
+MODE_NAMES = {"continuous": "continuous batching", "dynamic": "dynamic batching", "single": "one request at a time"}
 
 
 @dataclass(frozen=True)
@@ -82,8 +97,10 @@ class Request:
     target: str | None  # None: the server's default (Chinese)
 
 
-def workload(seed: int = 0, mix: str = "en") -> list[Request]:
-    """Requests of 1 to 4 held-out sentences (``mix`` "both": each one English or Chinese at random)."""
+def workload(seed: int = 0, mix: str = "en", lengths: str = "short") -> list[Request]:
+    """Requests of held-out sentences (``mix`` "both": each one English or Chinese at random): 1 to 4 of them
+    (``lengths`` "short"), or 1 to 8 with a quarter of them long (``lengths`` "mixed": three or four held-out
+    sentences joined into one sentence)."""
 
     def sources(path: Path) -> list[str]:
         return [line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -91,13 +108,21 @@ def workload(seed: int = 0, mix: str = "en") -> list[Request]:
     english = sources(DEMO_TEST_SET)
     chinese = sources(DEMO_ZH_EN_DIR / "test.tsv") if mix == "both" else []
     rng = random.Random(seed)
+
+    def sentence(pool: list[str], zh: bool) -> str:
+        if lengths != "mixed" or rng.random() >= 0.25:
+            return rng.choice(pool)
+        parts = [p.rstrip(".!?。！？") for p in rng.sample(pool, rng.randint(3, 4))]
+        if zh:
+            return "，".join(parts) + "。"
+        return ", and ".join(parts) + "."
+
     out = []
     for _ in range(500):
-        k = rng.randint(1, 4)
-        if chinese and rng.random() < 0.5:
-            out.append(Request("".join(rng.sample(chinese, k)), k, "en"))
-        else:
-            out.append(Request(" ".join(rng.sample(english, k)), k, None))
+        k = rng.randint(1, 8 if lengths == "mixed" else 4)
+        zh = bool(chinese) and rng.random() < 0.5
+        texts = [sentence(chinese if zh else english, zh) for _ in range(k)]
+        out.append(Request(("" if zh else " ").join(texts), k, "en" if zh else None))
     return out
 
 
@@ -105,7 +130,7 @@ async def _single(url: str, requests: list[Request], beam: int | None, n: int) -
     import httpx
 
     latencies = []
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=300) as client:
         for request in requests[:n]:
             start = time.perf_counter()
             response = await client.post("/v1/translate", json=_payload(request, beam))
@@ -125,10 +150,11 @@ def _payload(request: Request, beam: int | None) -> dict[str, Any]:
 
 async def _load(
     url: str, requests: list[Request], beam: int | None, clients: int, seconds: float
-) -> tuple[list[float], int, dict[str, int], float]:
+) -> tuple[list[float], int, dict[str, int], float, list[float]]:
     import httpx
 
     latencies: list[float] = []
+    one: list[float] = []  # the one-sentence requests' latencies
     statuses: dict[str, int] = {}
     sentences = 0
     stop_at = time.perf_counter() + seconds
@@ -150,26 +176,45 @@ async def _load(
             if status == "200":
                 latencies.append((time.perf_counter() - start) * 1000)
                 sentences += request.sentences
+                if request.sentences == 1:
+                    one.append(latencies[-1])
             elif status == "429":
                 await asyncio.sleep(0.05)
 
     started = time.perf_counter()
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
         await asyncio.gather(*(client_loop(i, client) for i in range(clients)))
-    return latencies, sentences, statuses, time.perf_counter() - started
+    return latencies, sentences, statuses, time.perf_counter() - started, one
 
 
-def single_latencies(url: str, beam: int | None, n: int = 30, mix: str = "en") -> list[float]:
+def single_latencies(url: str, beam: int | None, n: int = 30, mix: str = "en", lengths: str = "short") -> list[float]:
     """Latencies of ``n`` requests sent one after another to an otherwise idle server (after a warm-up)."""
-    requests = workload(mix=mix)
+    requests = workload(mix=mix, lengths=lengths)
     asyncio.run(_single(url, requests, beam, 5))
     return asyncio.run(_single(url, requests, beam, n))
 
 
+def one_sentence_latencies(
+    url: str, beam: int | None, n: int = 30, mix: str = "en", lengths: str = "short"
+) -> list[float]:
+    """Latencies of ``n`` one-sentence requests of the workload, sent one after another to an idle server."""
+    requests = [r for r in workload(mix=mix, lengths=lengths) if r.sentences == 1]
+    return asyncio.run(_single(url, requests, beam, n))
+
+
 def measure(
-    url: str, mode: str, clients: int, seconds: float, beam: int | None, single: list[float], mix: str = "en"
+    url: str,
+    mode: str,
+    clients: int,
+    seconds: float,
+    beam: int | None,
+    single: list[float],
+    mix: str = "en",
+    lengths: str = "short",
+    one_alone: list[float] | None = None,
 ) -> Result:
-    latencies, sentences, statuses, elapsed = asyncio.run(_load(url, workload(mix=mix), beam, clients, seconds))
+    found = asyncio.run(_load(url, workload(mix=mix, lengths=lengths), beam, clients, seconds))
+    latencies, sentences, statuses, elapsed, one = found
     return Result(
         mode=mode,
         clients=clients,
@@ -182,6 +227,9 @@ def measure(
         p50_ms=percentile(latencies, 0.50),
         p95_ms=percentile(latencies, 0.95),
         p99_ms=percentile(latencies, 0.99),
+        one_alone_ms=percentile(one_alone, 0.50) if one_alone else float("nan"),
+        one_p50_ms=percentile(one, 0.50) if one else float("nan"),
+        one_p99_ms=percentile(one, 0.99) if one else float("nan"),
     )
 
 
@@ -235,35 +283,53 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m enzh.tools.server_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="benchmark this running server instead of starting servers")
     parser.add_argument("--model", help="model directory for the servers started here (default: the demo model)")
-    parser.add_argument("--clients", default="1,4,16", help="comma-separated client counts (default 1,4,16)")
+    parser.add_argument("--clients", default="1,4,16,64", help="comma-separated client counts (default 1,4,16,64)")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--beam-size", type=int, help="beam width sent with every request (default: the server's)")
     parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime threads of the started servers")
+    parser.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help=f"the servers started, by --batching-mode, one after another (default {','.join(MODES)})",
+    )
     parser.add_argument(
         "--mix",
         choices=MIXES,
         default="en",
         help="en: English requests (default); both: half English, half Chinese (needs a server with both directions)",
     )
+    parser.add_argument(
+        "--lengths",
+        choices=LENGTHS,
+        default="mixed",
+        help="mixed: 1-8 sentences a request, a quarter of them long (default); short: 1-4 held-out sentences",
+    )
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
 
     counts = [int(c) for c in str(args.clients).split(",") if c.strip()]
+    modes = [m.strip() for m in str(args.modes).split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"--modes: unknown {', '.join(unknown)}; choose among {', '.join(MODES)}")
     results = []
 
     def run_all(url: str, mode: str) -> None:
-        single = single_latencies(url, args.beam_size, mix=args.mix)
+        single = single_latencies(url, args.beam_size, mix=args.mix, lengths=args.lengths)
+        one = one_sentence_latencies(url, args.beam_size, mix=args.mix, lengths=args.lengths)
         for clients in counts:
-            results.append(measure(url, mode, clients, args.seconds, args.beam_size, single, args.mix))
+            results.append(
+                measure(url, mode, clients, args.seconds, args.beam_size, single, args.mix, args.lengths, one)
+            )
             print(f"{mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
 
     if args.url:
         run_all(args.url.rstrip("/"), "given server")
     else:
         base = ["--threads", str(args.threads)] + (["--model", args.model] if args.model else [])
-        for mode, extra in (("dynamic batching", []), ("one request at a time", ["--no-batching"])):
-            with _Server(base + extra) as server:
-                run_all(server.url, mode)
+        for mode in modes:
+            with _Server([*base, "--batching-mode", mode]) as server:
+                run_all(server.url, MODE_NAMES[mode])
     print(HEADER)
     for result in results:
         print(result.row())

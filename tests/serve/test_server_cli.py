@@ -61,6 +61,8 @@ def _other_value(field: dataclasses.Field, default: object) -> object:
         return "*"
     if field.name == "trusted_proxies":
         return "10.0.0.0/8,::1"
+    if field.name == "batching_mode":
+        return "dynamic"
     if isinstance(default, int):
         return default + 1
     assert isinstance(default, float), field.name

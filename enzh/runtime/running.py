@@ -1,0 +1,519 @@
+"""A running batch: sentences join a decode between two steps and leave it as soon as they are done.
+
+Continuous batching for the service (enzh.serve.scheduler): one decoder keeps stepping while sentences come and
+go. Sentences added together form a *cohort*, searched by the same greedy or beam search as a batch of its own
+(:func:`enzh.runtime.decoding.greedy_steps` / :func:`~enzh.runtime.decoding.beam_steps`, generators); every step,
+the rows of all cohorts run as one decoder step and each cohort's search gets its own rows of the result back.
+Each row has its own position (the decoder graph takes ``position [R]``), its own self-attention cache row and
+its sentence's cross-attention entry (widened with masked columns when a longer source joins). So a sentence's
+tokens and score are those it gets decoded alone, whatever joins or leaves beside it.
+
+A beam search joins by whole sentences (its beams are contiguous rows, one cross entry per sentence). Decoders
+exported before per-row positions (``python -m enzh.export.upgrade DIR`` rewrites them) and source-shortlist
+variants (their projection's columns are a whole batch's) cannot: :meth:`Translator.running_batch
+<enzh.runtime.translator.Translator.running_batch>` returns None for them, and the service batches their sentences
+whole (dynamic batching).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import astuple, dataclass, replace
+
+import numpy as np
+import onnxruntime as ort
+
+from enzh.runtime.batching import pad_batch
+from enzh.runtime.decoding import (
+    Finished,
+    Hypothesis,
+    Reorder,
+    Search,
+    Step,
+    StepRequest,
+    _check_vocab,
+    _greedy_from_top,
+    beam_steps,
+    greedy_steps,
+)
+from enzh.runtime.options import DecodingSettings
+from enzh.runtime.parallel import ShardRunner
+from enzh.runtime.processors import fixed_bans, log_softmax
+from enzh.runtime.sessions import EncoderOutput, ModelSessions, OrtDecoder, _Binding
+
+_MASKED = float(np.finfo(np.float32).min)  # the encoder's bias on padded source columns
+
+
+class RowDecoder(OrtDecoder):
+    """An :class:`OrtDecoder` whose rows have positions of their own, and to which sentences are added between
+    steps (``beams`` rows each, at position 0)."""
+
+    def __init__(
+        self, sessions: ModelSessions, encoded: EncoderOutput, beams: int, capacity: int, *, one_thread: bool = False
+    ) -> None:
+        super().__init__(sessions, encoded, capacity, consume=True, one_thread=one_thread)
+        self.beams = beams
+        sentences = self.rows
+        self._row_sentence = np.repeat(np.arange(sentences), beams)
+        self.rows = sentences * beams
+        self.positions = np.zeros(self.rows, dtype=np.int64)  # every row's own position
+        self._row_positions = np.zeros(self.rows, dtype=np.int64)  # the buffer bound as the graph's position
+        self._store: list[np.ndarray] = []  # the cross arrays' buffers (bias, keys, values), with room to grow
+
+    def _allocate(self, rows: int, capacity: int) -> None:
+        super()._allocate(rows, capacity)
+        if len(self._row_positions) < rows:
+            self._row_positions = np.zeros(rows, dtype=np.int64)
+
+    def _position_input(self, rows: int) -> np.ndarray:
+        return self._row_positions[:rows]
+
+    def _run_step(self, session: ort.InferenceSession, binding: _Binding, rows: int) -> None:
+        self._row_positions[:rows] = self.positions
+        session.run_with_iobinding(binding.io)
+        self.positions += 1
+        self.position = int(self.positions.max())
+
+    def add(self, encoded: EncoderOutput) -> None:
+        """Append ``encoded``'s sentences, ``beams`` rows each (contiguous), at position 0."""
+        count = len(encoded.cross_bias)
+        entries = len(self.cross_bias)
+        added = count * self.beams
+        # One cross entry per sentence while every sentence has its beams in a block; else one per row.
+        blocks = self.rows == entries * self.beams and np.array_equal(
+            self._row_sentence, np.repeat(np.arange(entries), self.beams)
+        )
+        new = [encoded.cross_bias, *encoded.cross]
+        if not blocks:
+            new = [np.repeat(array, self.beams, axis=0) for array in new]
+        self._append_cross(new)
+        new_rows = np.repeat(np.arange(count), self.beams) if blocks else np.arange(added)
+        self._row_sentence = np.concatenate([self._row_sentence, entries + new_rows])
+        if self._cache and len(self._cache[0]) < self.rows + added:
+            self._allocate(self.rows + added, self.capacity)  # (copies the rows there are, so before they grow)
+        self.positions = np.concatenate([self.positions, np.zeros(added, dtype=np.int64)])
+        self.rows += added
+
+    def _append_cross(self, new: list[np.ndarray]) -> None:
+        """Write the entries ``new`` (bias, then keys and values) after the current ones, into buffers with room for
+        more entries and columns (reallocated, twice as many entries, when they are full or too narrow; padded
+        columns masked)."""
+        entries, extra = len(self.cross_bias), len(new[0])
+        width = self.cross_bias.shape[-1]
+        store = self._store
+        backed = bool(store) and self.cross_bias.ctypes.data == store[0].ctypes.data
+        needed = max(width, new[0].shape[-1])
+        if not backed or len(store[0]) < entries + extra or store[0].shape[-1] < needed:
+            capacity = max(2 * (entries + extra), 8)
+            columns = -(-needed // 16) * 16  # room for a slightly longer source without reallocating
+            old = [self.cross_bias, *self.cross]
+            store = [_buffer(array, capacity, columns, bias=i == 0) for i, array in enumerate(old)]
+            for i, (buffer, array) in enumerate(zip(store, old, strict=True)):
+                _put(buffer, array, 0, bias=i == 0)
+            self._store = store
+        for i, (buffer, array) in enumerate(zip(store, new, strict=True)):
+            _put(buffer, array, entries, bias=i == 0)
+        total = entries + extra
+        self.cross_bias, self.cross = store[0][:total], [buffer[:total] for buffer in store[1:]]
+        self._owns_cross, self._cross_bound = True, False
+
+    def reorder(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=np.int64)
+        positions = self.positions[rows]
+        super().reorder(rows)
+        self.positions = positions
+        self.position = int(positions.max()) if len(positions) else 0
+
+
+def _buffer(array: np.ndarray, entries: int, columns: int, *, bias: bool) -> np.ndarray:
+    """An empty cross buffer like ``array`` with room for ``entries`` entries of ``columns`` source columns: the
+    bias ([E, 1, 1, S]) masked, keys and values ([E, H, S, dh]) zero."""
+    if bias:
+        return np.full((entries, 1, 1, columns), _MASKED, dtype=array.dtype)
+    return np.zeros((entries, array.shape[1], columns, array.shape[3]), dtype=array.dtype)
+
+
+def _put(buffer: np.ndarray, array: np.ndarray, at: int, *, bias: bool) -> None:
+    """Write ``array``'s entries into ``buffer`` from entry ``at``, its columns first, the rest of each entry's
+    columns masked (bias) or zero (keys, values)."""
+    end = at + len(array)
+    if bias:  # columns on the last axis
+        buffer[at:end, :, :, : array.shape[-1]] = array
+        buffer[at:end, :, :, array.shape[-1] :] = _MASKED
+    else:
+        buffer[at:end, :, : array.shape[2]] = array
+        buffer[at:end, :, array.shape[2] :] = 0.0
+
+
+# What a cohort hands back for each sentence that is done: its tag, hypotheses, source length, and whether it
+# was cancelled (then nobody wants it).
+_Done = tuple[Hashable, list[Hypothesis], int, bool]
+
+
+@dataclass(eq=False)
+class _Cohort:
+    """Sentences added together: one search over them (a generator of enzh.runtime.decoding), and where its rows
+    are in the decoder."""
+
+    search: Search
+    tags: list[Hashable]
+    lengths: list[int]
+    cancelled: np.ndarray  # per sentence: stop it (the search reads it after each step)
+    rows: np.ndarray  # the decoder row of each of the search's rows
+    request: StepRequest | None = None  # the step it waits for (None: it has ended)
+
+    def advance(self, reply: Step | None) -> list[_Done]:
+        """Run the search up to its next step request (or its end), following its reorders; the sentences done."""
+        done: list[_Done] = []
+        while True:
+            try:
+                op = self.search.send(reply)
+            except StopIteration:
+                self.request, self.rows = None, self.rows[:0]
+                return done
+            reply = None
+            if isinstance(op, StepRequest):
+                self.request = op
+                return done
+            if isinstance(op, Reorder):
+                self.rows = self.rows[op.rows]
+            elif isinstance(op, Finished):
+                i = op.sentence
+                done.append((self.tags[i], op.hypotheses, self.lengths[i], bool(self.cancelled[i])))
+
+    def cancel(self, wanted: set[Hashable]) -> None:
+        for i, tag in enumerate(self.tags):
+            if tag in wanted:
+                self.cancelled[i] = True
+
+
+def pooled_greedy(settings: DecodingSettings, beams: int) -> bool:
+    """Whether sentences of these settings can share one :class:`_GreedyPool`: greedy search whose logits
+    processors only ban the same tokens at every step (no forced first token, no minimum length, no repetition
+    rules: Marian's settings), so each row's step is decided from its own best few, whatever its length."""
+    return (
+        beams == 1
+        and settings.forced_bos_token_id is None
+        and settings.min_length <= 1
+        and fixed_bans(1, settings) is not None
+    )
+
+
+class _GreedyPool:
+    """Every greedy sentence of a lane whose settings :func:`pooled_greedy` accepts, each row at its own length:
+    one vectorized step for all of them. Step for step what :func:`~enzh.runtime.decoding.greedy_steps` does for
+    a sentence alone (its best allowed token, renormalized over the allowed ones; eos forced on its last step; done
+    at eos or its own max_length), so the tokens and scores are the same."""
+
+    def __init__(self, settings: DecodingSettings) -> None:
+        self.eos = settings.eos_token_id
+        self.start = settings.decoder_start_token_id
+        self.bans = fixed_bans(1, settings) or ()
+        self.forced = settings.forced_eos_token_id
+        self.checked = False
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.tags: list[Hashable] = []
+        self.lengths = np.zeros(0, dtype=np.int64)  # source tokens
+        self.max_length = np.zeros(0, dtype=np.int64)
+        self.length = np.zeros(0, dtype=np.int64)  # tokens so far, start token included
+        self.total = np.zeros(0, dtype=np.float32)
+        self.history = np.zeros((0, 1), dtype=np.int64)
+        self.cancelled = np.zeros(0, dtype=bool)
+        self.request: StepRequest | None = None
+
+    def add(self, rows: np.ndarray, tags: list[Hashable], lengths: list[int], max_length: int) -> None:
+        count = len(tags)
+        width = max(self.history.shape[1], max_length)
+        history = np.zeros((len(self.tags) + count, width), dtype=np.int64)
+        history[: len(self.tags), : self.history.shape[1]] = self.history
+        history[len(self.tags) :, 0] = self.start
+        self.history = history
+        self.rows = np.concatenate([self.rows, rows])
+        self.tags += tags
+        self.lengths = np.concatenate([self.lengths, np.asarray(lengths, dtype=np.int64)])
+        self.max_length = np.concatenate([self.max_length, np.full(count, max_length, dtype=np.int64)])
+        self.length = np.concatenate([self.length, np.ones(count, dtype=np.int64)])
+        self.total = np.concatenate([self.total, np.zeros(count, dtype=np.float32)])
+        self.cancelled = np.concatenate([self.cancelled, np.zeros(count, dtype=bool)])
+        self._ask()
+
+    def _ask(self) -> None:
+        last = self.history[np.arange(len(self.tags)), self.length - 1]
+        self.request = StepRequest(last, 1 + len(self.bans), False) if len(self.tags) else None
+
+    def advance(self, step: Step | None) -> list[_Done]:
+        assert step is not None
+        if not self.checked:
+            _check_vocab(self.bans, step)
+            self.checked = True
+        # 1. Every row's best allowed token and its renormalized log-probability (all scores where the best few
+        #    hold none); the forced eos, with log-probability 0, on a row's last step.
+        best = _greedy_from_top(step, self.bans)
+        if best is None:
+            scores = step.log_probs.copy()
+            scores[:, list(self.bans)] = -np.inf
+            tokens = scores.argmax(axis=1)
+            log_probs = log_softmax(scores)[np.arange(len(tokens)), tokens]
+        else:
+            tokens, log_probs = best
+        if self.forced is not None:
+            last = self.length == self.max_length - 1
+            tokens[last], log_probs[last] = self.forced, 0.0
+        self.total += log_probs
+        self.history[np.arange(len(tokens)), self.length] = tokens
+        self.length += 1
+        # 2. A row is done at eos or its max_length (or when cancelled).
+        finished = (self.length >= self.max_length) | (tokens == self.eos) | self.cancelled
+        done: list[_Done] = []
+        for row in finished.nonzero()[0].tolist():
+            hypothesis = Hypothesis(tuple(self.history[row, 1 : self.length[row]].tolist()), float(self.total[row]))
+            done.append((self.tags[row], [hypothesis], int(self.lengths[row]), bool(self.cancelled[row])))
+        if done:
+            keep = ~finished
+            self.rows, self.lengths, self.max_length = self.rows[keep], self.lengths[keep], self.max_length[keep]
+            self.length, self.total, self.history = self.length[keep], self.total[keep], self.history[keep]
+            self.cancelled = self.cancelled[keep]
+            self.tags = [tag for tag, k in zip(self.tags, keep.tolist(), strict=True) if k]
+        self._ask()
+        return done
+
+    def cancel(self, wanted: set[Hashable]) -> None:
+        for i, tag in enumerate(self.tags):
+            if tag in wanted:
+                self.cancelled[i] = True
+
+
+class RunningBatch:
+    """Sentences decoded together, joining and leaving between steps (see the module docstring).
+
+    ``settings_for(source_length)``: a sentence's decoding settings (its output bound depends on its length);
+    ``beams``: the beam width every sentence of this batch uses. With a ``runner`` of several threads (small fp32
+    models, enzh.runtime.parallel) the sentences are dealt to as many lanes, each a decoder on the one-thread
+    sessions, whose steps run at once.
+    """
+
+    def __init__(
+        self,
+        sessions: ModelSessions,
+        settings_for: Callable[[int], DecodingSettings],
+        *,
+        beams: int,
+        pad_token_id: int,
+        max_positions: int,
+        runner: ShardRunner | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.settings_for = settings_for
+        self.beams = beams
+        self.pad_token_id = pad_token_id
+        self.max_positions = max_positions
+        self.runner = runner
+        count = max(1, runner.threads if runner is not None else 1)
+        self.lanes = [_Lane(sessions, beams, pad_token_id, one_thread=count > 1) for _ in range(count)]
+
+    @property
+    def rows(self) -> int:
+        return sum(lane.rows for lane in self.lanes)
+
+    @property
+    def sentences(self) -> int:
+        """Sentences in the batch (cancelled ones until their rows have left)."""
+        return sum(lane.sentences for lane in self.lanes)
+
+    @property
+    def tokens(self) -> int:
+        """Their source tokens."""
+        return sum(lane.tokens for lane in self.lanes)
+
+    def add(self, sources: Sequence[Sequence[int]], tags: Sequence[Hashable]) -> None:
+        """Encode ``sources`` (id lists, each ending in eos) and add them; they take their first step with the
+        others at the next :meth:`step`. ``tags`` name them in what :meth:`step` returns."""
+        if len(tags) != len(sources):
+            raise ValueError(f"add() got {len(tags)} tags for {len(sources)} sources")
+        for i, source in enumerate(sources):
+            if not 0 < len(source) <= self.max_positions:
+                raise ValueError(f"source {i} has {len(source)} tokens; the model accepts 1..{self.max_positions}")
+        if not sources:
+            return
+        # Each sentence goes to the lane with the fewest rows; a lane encodes its new sentences on its own thread
+        # at its next step.
+        load = [lane.rows + len(lane.pending) * self.beams for lane in self.lanes]
+        for i in sorted(range(len(sources)), key=lambda i: -len(sources[i])):
+            lane = min(range(len(load)), key=load.__getitem__)
+            load[lane] += self.beams
+            self.lanes[lane].pending.append((list(sources[i]), tags[i], self.settings_for(len(sources[i]))))
+
+    def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
+        """One decoder step for every sentence in the batch (the lanes' at once); the sentences done since the
+        last call, with their hypotheses (best first), cancelled ones left out."""
+        busy = [lane for lane in self.lanes if lane.cohorts or lane.pending]
+        if len(busy) > 1 and self.runner is not None:
+            found = self.runner.map(lambda i: busy[int(i[0])].step(), [np.array([i]) for i in range(len(busy))])
+            return [done for part in found for done in part]
+        return [done for lane in busy for done in lane.step()]
+
+    def cancel(self, tags: Iterable[Hashable]) -> None:
+        """Stop the sentences of ``tags``: their rows leave after the next step, and nothing is returned for them."""
+        wanted = set(tags)
+        for lane in self.lanes:
+            lane.cancel(wanted)
+
+    def close(self) -> None:
+        """Hand the decoders' buffers back (the batch can be used again: its next sentences start new ones)."""
+        for lane in self.lanes:
+            lane.close()
+
+
+class _Lane:
+    """One decoder of a running batch and the cohorts whose rows it holds."""
+
+    def __init__(self, sessions: ModelSessions, beams: int, pad_token_id: int, *, one_thread: bool) -> None:
+        self.sessions = sessions
+        self.beams = beams
+        self.pad_token_id = pad_token_id
+        self.one_thread = one_thread
+        self.pending: list[tuple[list[int], Hashable, DecodingSettings]] = []  # added, not yet encoded
+        self._decoder: RowDecoder | None = None
+        self.cohorts: list[_Cohort | _GreedyPool] = []
+        self._pools: dict[tuple[object, ...], _GreedyPool] = {}  # by the settings they share (max_length aside)
+        self._finished: list[tuple[Hashable, list[Hypothesis]]] = []
+        self.sentences = 0
+        self.tokens = 0
+
+    @property
+    def rows(self) -> int:
+        return self._decoder.rows if self._decoder is not None else 0
+
+    def _join_pending(self) -> None:
+        """Encode the sentences added since the last step (on this lane's thread) and join them, one cohort per
+        output bound (a search's settings hold one max_length)."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        sources = [source for source, _, _ in pending]
+        ids, mask = pad_batch(sources, self.pad_token_id)
+        encoded = self.sessions.encode(ids, mask, select=False, one_thread=self.one_thread or len(ids) == 1)
+        groups: dict[DecodingSettings, list[int]] = {}
+        for i, (_, _, settings) in enumerate(pending):
+            groups.setdefault(settings, []).append(i)
+        for settings, members in groups.items():
+            part = EncoderOutput(
+                cross_bias=encoded.cross_bias[members], cross=[array[members] for array in encoded.cross]
+            )
+            self.join(part, settings, [pending[i][1] for i in members], [len(sources[i]) for i in members])
+
+    def join(self, part: EncoderOutput, settings: DecodingSettings, tags: list[Hashable], lengths: list[int]) -> None:
+        count = len(tags)
+        start = self.rows
+        if self._decoder is None:
+            self._decoder = RowDecoder(
+                self.sessions, part, self.beams, capacity=settings.max_length, one_thread=self.one_thread
+            )
+        else:
+            self._decoder.add(part)
+        self.sentences += count
+        self.tokens += sum(lengths)
+        # Before its first step a search has one row per sentence: the first of the sentence's block.
+        rows = start + np.arange(count, dtype=np.int64) * self.beams
+        if pooled_greedy(settings, self.beams):
+            key = astuple(replace(settings, max_length=2))
+            pool = self._pools.get(key)
+            if pool is None:
+                pool = self._pools[key] = _GreedyPool(settings)
+                self.cohorts.append(pool)
+            pool.add(rows, tags, lengths, settings.max_length)
+            return
+        cancelled = np.zeros(count, dtype=bool)
+        search = (
+            beam_steps(count, settings, 1, cancelled) if self.beams > 1 else greedy_steps(count, settings, cancelled)
+        )
+        cohort = _Cohort(search, tags, lengths, cancelled, rows)
+        self.cohorts.append(cohort)
+        self._take(cohort.advance(None))
+
+    def cancel(self, wanted: set[Hashable]) -> None:
+        self.pending = [item for item in self.pending if item[1] not in wanted]
+        for cohort in self.cohorts:
+            cohort.cancel(wanted)
+
+    def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
+        self._join_pending()
+        self._compact()
+        asking = [c for c in self.cohorts if c.request is not None]
+        if asking and self._decoder is not None:
+            requests = [c.request for c in asking if c.request is not None]
+            tokens = np.empty(self._decoder.rows, dtype=np.int64)
+            for cohort, request in zip(asking, requests, strict=True):
+                tokens[cohort.rows] = request.tokens
+            top_k = max(r.top_k for r in requests)
+            logits = any(r.logits for r in requests)
+            step = self._decoder.step(tokens, top_k, logits=logits)
+            for cohort, request in zip(asking, requests, strict=True):
+                self._take(cohort.advance(_rows_of(step, cohort.rows, request)))
+        self.cohorts = [c for c in self.cohorts if c.request is not None or len(c.rows)]
+        self._pools = {k: p for k, p in self._pools.items() if p.request is not None}
+        if not self.cohorts:
+            self._compact()
+        found, self._finished = self._finished, []
+        return found
+
+    def close(self) -> None:
+        if self._decoder is not None:
+            self._decoder.release()
+            self._decoder = None
+        self.cohorts, self._pools, self.pending = [], {}, []
+        self.sentences = self.tokens = 0
+
+    def _take(self, done: list[_Done]) -> None:
+        for tag, hypotheses, length, cancelled in done:
+            self.sentences -= 1
+            self.tokens -= length
+            if not cancelled:
+                self._finished.append((tag, hypotheses))
+
+    def _compact(self) -> None:
+        """Reorder the decoder to the rows the searches still use (none: release it). Sentences stay where they
+        are; those beyond the new row count move into the places of the ones that left (fewest rows copied). A
+        sentence's rows are a block of ``beams`` rows (its beams, in its search's order)."""
+        decoder = self._decoder
+        if decoder is None:
+            return
+        live = [c for c in self.cohorts if len(c.rows)]
+        if not live:
+            self.close()
+            return
+        beams = self.beams
+        lines = np.concatenate([c.rows.reshape(-1, beams) for c in live])  # a sentence's rows per line
+        blocks = lines[:, 0] // beams
+        count = len(blocks)
+        target = blocks.copy()
+        moving = blocks >= count
+        if moving.any():
+            free = np.setdiff1d(np.arange(count), blocks[~moving])
+            target[moving] = free[: int(moving.sum())]
+        new_rows = target[:, None] * beams + np.arange(beams)
+        order = np.empty(count * beams, dtype=np.int64)
+        order[new_rows.ravel()] = lines.ravel()
+        if len(order) != decoder.rows or not np.array_equal(order, np.arange(len(order))):
+            decoder.reorder(order)
+        start = 0
+        for cohort in live:
+            sentences = len(cohort.rows) // beams
+            cohort.rows = new_rows[start : start + sentences].ravel()
+            start += sentences
+
+
+def _rows_of(step: Step, rows: np.ndarray, request: StepRequest) -> Step:
+    """The rows ``rows`` of ``step`` (views when they are a run of rows, as they mostly are), with the top-k and
+    the logits that ``request`` asked for."""
+    k = min(request.top_k, step.top_ids.shape[1])
+    first = int(rows[0])
+    index: slice | np.ndarray = rows
+    if int(rows[-1]) - first + 1 == len(rows) and np.array_equal(rows, np.arange(first, first + len(rows))):
+        index = slice(first, first + len(rows))
+    return Step(
+        logits=step.logits[index] if request.logits and step.logits is not None else None,
+        log_probs=step.log_probs[index],
+        top_log_probs=step.top_log_probs[index, :k],
+        top_ids=step.top_ids[index, :k],
+    )
