@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.tools.server_bench import wait_ready
 
 SENTENCES_FALLBACK = ["The weather is nice today.", "I would like a cup of coffee.", "Where is the station?"]
 CHINESE = ["今天天气很好。", "我想喝一杯咖啡。", "火车站在哪里？"]
@@ -123,22 +124,6 @@ def _cpu() -> str:
     except (OSError, StopIteration):
         pass
     return "unknown"
-
-
-def _wait_ready(url: str, process: subprocess.Popen[Any], timeout: float) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited with code {process.returncode}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"the server was not ready after {timeout} s")
 
 
 # -- the requests -----------------------------------------------------------------------------------------
@@ -376,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_ready(url, process, timeout=300)
+        wait_ready(url, process, timeout=300)
         print(f"soak: enzh {' '.join(command[3:])} for {args.seconds:.0f} s with {args.clients} clients", flush=True)
         samples, statuses, failures = run_soak(
             url, process.pid, args.seconds, args.clients, args.sample_s, max_body, args.seed
