@@ -13,7 +13,6 @@ refused; obfuscated fonts are fine.
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -23,7 +22,7 @@ from enzh.documents.errors import DocumentError
 from enzh.documents.formats import Units
 from enzh.documents.html import FORMAT as HTML
 from enzh.documents.inline import Block, TranslatedBlock
-from enzh.documents.packages import Package, open_package
+from enzh.documents.packages import Package, declares_entities, entities_error, open_package
 from enzh.documents.parts import BlockWriter, PartText, element_text, package_units, write_package, xml_part
 
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
@@ -32,7 +31,6 @@ _DC = "{http://purl.org/dc/elements/1.1/}"
 _NCX = "{http://www.daisy.org/z3986/2005/ncx/}"
 _ENC = "{http://www.w3.org/2001/04/xmlenc#}"
 _XHTML = ("application/xhtml+xml", "text/html")
-_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _WHAT = "an EPUB book is expected"
 
 
@@ -60,13 +58,8 @@ def _xhtml_part(package: Package, name: str) -> PartText:
     """An XHTML member through the HTML format: its blocks, written back as that format writes them. It is not
     parsed as XML (books are often not well-formed), but one that declares entities is refused as XML is."""
     data = package.read(name)
-    text = data.decode("utf-16", "replace").encode("utf-8") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
-    doctype = _DOCTYPE.search(text)
-    if doctype is not None and text.find(b"<!ENTITY", doctype.start()) >= 0:
-        raise DocumentError(
-            f"the .epub member {name!r} declares XML entities (<!ENTITY ...>), which documents never need and "
-            "which can expand without bound (an entity bomb); refused: entity expansion is off for every document"
-        )
+    if declares_entities(data):
+        raise entities_error(f"the .epub member {name!r}")
     decoded = decode_text(data, f"the EPUB document {name!r}")
     units = HTML.read(decoded.text)
     translated: list[TranslatedBlock | None] = [None] * len(units.blocks)

@@ -20,6 +20,7 @@ parts. :func:`parse_xml` and :func:`to_xml` work on any XML bytes (a part read s
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zipfile
 import zlib
@@ -57,8 +58,8 @@ def parse_xml(data: bytes, what: str, counts: dict[str, int] | None = None, boun
     over :data:`~enzh.documents.limits.MAX_XML_ELEMENTS` of them, or over ``bound``, is a :class:`DocumentError`
     raised as soon as the count is passed."""
     etree = import_optional("lxml.etree", "Reading XML parts of a document")
-    if _declares_entities(data):
-        raise _entities(what)  # before libxml2 reads the declarations
+    if declares_entities(data):
+        raise entities_error(what)  # before libxml2 reads the declarations
     counts = {} if counts is None else counts
     tag = bound.tag if bound is not None else None
     elements, tagged = counts.get("", 0), counts.get(tag, 0) if tag else 0
@@ -97,22 +98,25 @@ def parse_xml(data: bytes, what: str, counts: dict[str, int] | None = None, boun
     root = events.root
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is not None and any(True for _ in dtd.iterentities()):
-        raise _entities(what)  # declared in another encoding (UTF-16) than the byte check reads
+        raise entities_error(what)  # declared in another encoding (UTF-16) than the byte check reads
     return root
 
 
-def _declares_entities(data: bytes) -> bool:
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+
+
+def declares_entities(data: bytes) -> bool:
     """Whether ``data`` declares an entity in a DOCTYPE, read as UTF-8 or, with a UTF-16 BOM or a UTF-16 first
     character, as UTF-16 (where the bytes of ``<!ENTITY`` are interleaved with zeros)."""
     for encoding, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")):
         if data.startswith(bom) or data.startswith(b"<\x00" if encoding.endswith("le") else b"\x00<"):
             data = data.decode(encoding, errors="replace").encode("utf-8")
             break
-    doctype = data.find(b"<!DOCTYPE")
-    return doctype >= 0 and data.find(b"<!ENTITY", doctype) >= 0
+    doctype = _DOCTYPE.search(data)  # any case: an HTML document's doctype may be lower case
+    return doctype is not None and data.find(b"<!ENTITY", doctype.start()) >= 0
 
 
-def _entities(what: str) -> DocumentError:
+def entities_error(what: str) -> DocumentError:
     return DocumentError(
         f"{what} declares XML entities (<!ENTITY ...>), which documents never need and which can expand "
         "without bound (an entity bomb); refused: entity expansion is off for every document"
