@@ -84,10 +84,15 @@ class DocumentOptions:
             "target": self.target,
             "convert": self.convert,
             "source": self.source,
-            "fuzzy": self.fuzzy,
-            "retranslate": self.retranslate,
-            "sheet_names": self.sheet_names,
         }
-        if self.glossary:  # (only when given: journals written without one stay valid)
+        # the newer options only when not their default, so journals written before they existed stay valid
+        for name, value, default in (
+            ("fuzzy", self.fuzzy, True),
+            ("retranslate", self.retranslate, False),
+            ("sheet_names", self.sheet_names, False),
+        ):
+            if value != default:
+                key[name] = value
+        if self.glossary:
             key["glossary"] = self.glossary.fingerprint()
         return key
