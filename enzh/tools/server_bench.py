@@ -233,7 +233,8 @@ def measure(
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -259,7 +260,7 @@ def wait_ready(url: str, proc: subprocess.Popen[Any], timeout: float, exited: Ca
 
 class _Server:
     def __init__(self, extra: list[str]) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "enzh", "-v", "serve", "--port", str(self.port), "--log-level", "warning", *extra],

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from enzh.runtime.default_model import DEMO_TEST_SET
-from enzh.tools.server_bench import wait_ready
+from enzh.tools.server_bench import free_port, wait_ready
 
 SENTENCES_FALLBACK = ["The weather is nice today.", "I would like a cup of coffee.", "Where is the station?"]
 CHINESE = ["今天天气很好。", "我想喝一杯咖啡。", "火车站在哪里？"]
@@ -80,13 +80,6 @@ class Report:
 
 
 # -- the server -------------------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def rss_mib(pid: int) -> float:
@@ -353,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve_args", nargs="*", help="after --: flags for `enzh serve` (default: the embedded pair, 1 worker)"
     )
     args = parser.parse_args(argv)
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "enzh", "serve", "--port", str(port), *args.serve_args]
     max_body = 1 << 20
     if "--max-body-bytes" in args.serve_args:
