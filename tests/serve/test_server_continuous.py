@@ -95,13 +95,17 @@ def test_a_request_arriving_mid_decode_joins_and_leaves_first(demo_translator):
     assert answers["long"].json()["translations"] == demo_translator.translate([long_text], beam_size=4)
 
 
-def _count_steps(scheduler) -> list[float]:
-    """The times of the scheduler's decoder steps from now on (its observer's batch hook, kept)."""
+def _count_steps(scheduler, pause_s: float = 0.0) -> list[float]:
+    """The times of the scheduler's decoder steps from now on (its observer's batch hook, kept).
+
+    ``pause_s`` holds each step that long: a decode that must outlast a deadline does on any machine (600 sentences
+    take 1.5 s on a fast one, more than a 2 s deadline on a slow or busy one)."""
     steps: list[float] = []
     observe = scheduler.observer.batch
 
     def batch(units: int, tokens: int, seconds: float) -> None:
         steps.append(time.monotonic())
+        time.sleep(pause_s)
         observe(units, tokens, seconds)
 
     scheduler.observer.batch = batch
@@ -123,7 +127,7 @@ def test_a_deadline_drops_the_running_rows(demo_translator):
     options = ServeOptions(request_timeout_s=2.0)
     with in_process(options, demo_translator) as client:
         scheduler = client.app.state.service.scheduler
-        steps = _count_steps(scheduler)
+        steps = _count_steps(scheduler, pause_s=0.05)
         pool = held_out(600, seed=5)
         texts = [" ".join(pool[i : i + 40]) for i in range(0, 600, 40)]
         response = client.post("/v1/translate", json={"text": texts, "beam_size": 4})
@@ -146,7 +150,7 @@ def test_an_upload_stops_when_its_client_leaves(demo_translator):
     document = ("\n".join(lines) + "\n").encode()
     with running(ServeOptions(), demo_translator) as srv:
         scheduler = srv.service.scheduler
-        steps = _count_steps(scheduler)
+        steps = _count_steps(scheduler, pause_s=0.02)
 
         async def leave() -> None:
             async with httpx.AsyncClient(base_url=srv.url, timeout=3.0) as client:
