@@ -49,9 +49,16 @@ class RowDecoder(OrtDecoder):
     steps (``beams`` rows each, at position 0)."""
 
     def __init__(
-        self, sessions: ModelSessions, encoded: EncoderOutput, beams: int, capacity: int, *, one_thread: bool = False
+        self,
+        sessions: ModelSessions,
+        encoded: EncoderOutput,
+        beams: int,
+        capacity: int,
+        *,
+        one_thread: bool = False,
+        session: ort.InferenceSession | None = None,
     ) -> None:
-        super().__init__(sessions, encoded, capacity, consume=True, one_thread=one_thread)
+        super().__init__(sessions, encoded, capacity, consume=True, one_thread=one_thread, session=session)
         self.beams = beams
         sentences = self.rows
         self._row_sentence = np.repeat(np.arange(sentences), beams)
@@ -289,7 +296,8 @@ class RunningBatch:
     ``settings_for(source_length)``: a sentence's decoding settings (its output bound depends on its length);
     ``beams``: the beam width every sentence of this batch uses. With a ``runner`` of several threads (small fp32
     models, enzh.runtime.parallel) the sentences are dealt to as many lanes, each a decoder on the one-thread
-    sessions, whose steps run at once.
+    sessions, whose steps run at once. ``one_thread``: one lane, encoded and stepped on one-thread sessions (the
+    service's express lane, which steps beside another running batch).
     """
 
     def __init__(
@@ -301,6 +309,7 @@ class RunningBatch:
         pad_token_id: int,
         max_positions: int,
         runner: ShardRunner | None = None,
+        one_thread: bool = False,
     ) -> None:
         self.sessions = sessions
         self.settings_for = settings_for
@@ -308,8 +317,11 @@ class RunningBatch:
         self.pad_token_id = pad_token_id
         self.max_positions = max_positions
         self.runner = runner
+        if one_thread:
+            runner = self.runner = None
         count = max(1, runner.threads if runner is not None else 1)
-        self.lanes = [_Lane(sessions, beams, pad_token_id, one_thread=count > 1) for _ in range(count)]
+        solo = sessions.one_thread() if one_thread else None
+        self.lanes = [_Lane(sessions, beams, pad_token_id, one_thread=count > 1, solo=solo) for _ in range(count)]
 
     @property
     def rows(self) -> int:
@@ -367,11 +379,20 @@ class RunningBatch:
 class _Lane:
     """One decoder of a running batch and the cohorts whose rows it holds."""
 
-    def __init__(self, sessions: ModelSessions, beams: int, pad_token_id: int, *, one_thread: bool) -> None:
+    def __init__(
+        self,
+        sessions: ModelSessions,
+        beams: int,
+        pad_token_id: int,
+        *,
+        one_thread: bool,
+        solo: tuple[ort.InferenceSession, ort.InferenceSession] | None = None,
+    ) -> None:
         self.sessions = sessions
         self.beams = beams
         self.pad_token_id = pad_token_id
         self.one_thread = one_thread
+        self.solo = solo  # (decoder, encoder) sessions every step and encoding run on (None: chosen by rows)
         self.pending: list[tuple[list[int], Hashable, DecodingSettings]] = []  # added, not yet encoded
         self._decoder: RowDecoder | None = None
         self.cohorts: list[_Cohort | _GreedyPool] = []
@@ -392,7 +413,13 @@ class _Lane:
             return
         sources = [source for source, _, _ in pending]
         ids, mask = pad_batch(sources, self.pad_token_id)
-        encoded = self.sessions.encode(ids, mask, select=False, one_thread=self.one_thread or len(ids) == 1)
+        encoded = self.sessions.encode(
+            ids,
+            mask,
+            select=False,
+            one_thread=self.one_thread or len(ids) == 1,
+            session=self.solo[1] if self.solo is not None else None,
+        )
         groups: dict[DecodingSettings, list[int]] = {}
         for i, (_, _, settings) in enumerate(pending):
             groups.setdefault(settings, []).append(i)
@@ -407,7 +434,12 @@ class _Lane:
         start = self.rows
         if self._decoder is None:
             self._decoder = RowDecoder(
-                self.sessions, part, self.beams, capacity=settings.max_length, one_thread=self.one_thread
+                self.sessions,
+                part,
+                self.beams,
+                capacity=settings.max_length,
+                one_thread=self.one_thread,
+                session=self.solo[0] if self.solo is not None else None,
             )
         else:
             self._decoder.add(part)

@@ -166,6 +166,8 @@ class ModelSessions:
             self.encoder_serial = _create(directory / manifest.graphs["encoder"], serial, values)
         self._aligner: ort.InferenceSession | None = None
         self._aligner_lock = threading.Lock()
+        self._solo: tuple[ort.InferenceSession, ort.InferenceSession] | None = None  # (decoder, encoder), one_thread()
+        self._solo_lock = threading.Lock()
         # Weight pre-packing read every page of the mapping while building its packed copy; drop those pages
         # again so only rows the embedding lookup really touches stay resident.
         for array in self._shared.values():
@@ -220,6 +222,23 @@ class ModelSessions:
         """The decoder's sessions: the main one, and the one-thread one for few rows when the model has it."""
         return [self.decoder] if self.decoder_serial is None else [self.decoder, self.decoder_serial]
 
+    def one_thread(self) -> tuple[ort.InferenceSession, ort.InferenceSession]:
+        """(decoder, encoder) sessions that run on one thread: the model's own one-thread ones where it has them
+        (or the main ones, when they are one-thread already), else made on the first call (continuous batching's
+        express lane steps on them beside the main lane's steps)."""
+        with self._solo_lock:
+            if self._solo is None:
+                serial = replace(self.options, intra_op_threads=1)
+                values = self._shared_values
+                one = self.options.intra_op_threads == 1
+                decoder = self.decoder_serial or (self.decoder if one else None)
+                encoder = self.encoder_serial or (self.encoder if one else None)
+                self._solo = (
+                    decoder or _create(self.directory / self.manifest.graphs["decoder"], serial, values),
+                    encoder or _create(self.directory / self.manifest.graphs["encoder"], serial, values),
+                )
+            return self._solo
+
     def fill_rows(self, ids: np.ndarray) -> None:
         """Read the rows of ``ids`` into the on-demand tables (none: nothing to do) before a run gathers them."""
         for table in self._rows.values():
@@ -231,13 +250,20 @@ class ModelSessions:
         return [self.encoder] if self.encoder_serial is None else [self.encoder, self.encoder_serial]
 
     def encode(
-        self, input_ids: np.ndarray, attention_mask: np.ndarray, *, select: bool = True, one_thread: bool = False
+        self,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        *,
+        select: bool = True,
+        one_thread: bool = False,
+        session: ort.InferenceSession | None = None,
     ) -> EncoderOutput:
         """The encoder's outputs for a padded batch; with a source shortlist (and ``select``) also the batch's
         candidate tokens and the projection columns its decoder reads (:meth:`select`). ``one_thread``: on the
-        one-thread session, when the model has one (a shard encoded beside others)."""
+        one-thread session, when the model has one (a shard encoded beside others); ``session``: on that one."""
         self.fill_rows(input_ids)
         encoder = self.encoder_serial if one_thread and self.encoder_serial is not None else self.encoder
+        encoder = session or encoder
         outputs = encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
         selection = self.select(input_ids, attention_mask) if select else None
         return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]), selection=selection)
@@ -325,8 +351,10 @@ class OrtDecoder:
         *,
         consume: bool = False,
         one_thread: bool = False,
+        session: ort.InferenceSession | None = None,
     ) -> None:
         self.s = sessions
+        self._only = session  # every step on this session (None: chosen per step by its rows)
         # Steps of at most this many rows run on the one-thread session (when the model has one).
         self._serial_rows = sessions.serial_rows if not one_thread else np.iinfo(np.int64).max
         self.cross_bias = np.ascontiguousarray(encoded.cross_bias)
@@ -401,6 +429,7 @@ class OrtDecoder:
         change, its own I/O binding, bound from scratch at this step."""
         serial = self.s.decoder_serial
         session = serial if serial is not None and rows <= self._serial_rows else self.s.decoder
+        session = self._only or session
         if session is not self._session:
             self._session = session
             binding = self._bindings.get(id(session))

@@ -210,7 +210,7 @@ class MarianTokenizer:
     def target_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Target vocabulary ids of target-language sentences, split by target.spm (no eos); a piece the target
         vocabulary lacks is unk. What the shortlists count (:mod:`enzh.quantize.lexical`)."""
-        pieces = self._sp_target.encode(list(texts), out_type=str)
+        pieces = [self._sp_target.encode(text, out_type=str) for text in texts]  # (one by one: see _spm_encode)
         return [[self._target_encoder.get(piece, self.unk_id) for piece in line] for line in pieces]
 
     def token_to_id(self, token: str) -> int | None:
@@ -280,9 +280,9 @@ class MarianTokenizer:
     def _spm_encode(self, chunks: list[str], out_type: type) -> list[list[Any]]:
         sp = self._sp_source
         try:
-            if len(chunks) == 1:
-                return [sp.encode(chunks[0], out_type=out_type)]
-            return sp.encode(chunks, out_type=out_type)
+            # One by one: SentencePiece's list calls start a thread pool each time, a quarter of a millisecond on a
+            # 2-core machine, more than fifty short sentences cost one by one.
+            return [sp.encode(chunk, out_type=out_type) for chunk in chunks]
         except (RuntimeError, TypeError) as exc:
             # spm's own message for text that is not valid UTF-8 is an opaque pybind11 cast error.
             for chunk in chunks:
@@ -347,7 +347,7 @@ class MarianTokenizer:
         return self._assemble_ids(plan, self._chunk_ids(chunks), 0)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """``[encode(t) for t in texts]``, with one batched SentencePiece call."""
+        """``[encode(t) for t in texts]``."""
         if isinstance(texts, (str, bytes)):
             raise TypeError(f"encode_batch() expects a sequence of str, got a single {type(texts).__name__}")
         plans: list[list[str | int]] = []
@@ -437,11 +437,10 @@ class MarianTokenizer:
     def _decode_groups(self, groups: list[list[str]]) -> list[str]:
         if not any(groups):
             return [""] * len(groups)
-        decoded: list[str] = self._sp_target.decode(groups)
-        return decoded
+        return [self._sp_target.decode(group) for group in groups]  # (one by one: see _spm_encode)
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        """``[decode(ids) for ids in batch]``, with one batched SentencePiece call."""
+        """``[decode(ids) for ids in batch]``."""
         if isinstance(batch, (str, bytes)):
             raise TypeError(f"decode_batch() expects a sequence of id sequences, got {type(batch).__name__}")
         split = [self._groups(self._tokens(ids, f"decode_batch() item {i}")) for i, ids in enumerate(batch)]

@@ -595,11 +595,20 @@ class Translator:
                     results[i] = hyps
         return [r for r in results if r is not None]
 
-    def running_batch(self, *, beam_size: int | None = None, **overrides: object) -> RunningBatch | None:
+    @property
+    def running_lanes(self) -> int:
+        """How many running batches of this model step well at once, each on one thread (:meth:`running_batch`
+        with ``one_thread``): the shards a batch is decoded in (small models), else 1."""
+        return self._shards.threads if self._shards.threads > 1 else 1
+
+    def running_batch(
+        self, *, beam_size: int | None = None, one_thread: bool = False, **overrides: object
+    ) -> RunningBatch | None:
         """A :class:`~enzh.runtime.running.RunningBatch` of this model: sentences join and leave a decode between
         steps (continuous batching), each with the output bound and result :meth:`generate_ids` gives it. None
         when this model cannot: a decoder exported before per-row positions (``python -m enzh.export.upgrade
-        DIR``), or a source-shortlist variant (its projection's columns are chosen per whole batch)."""
+        DIR``), or a source-shortlist variant (its projection's columns are chosen per whole batch).
+        ``one_thread``: its steps on one thread (it runs beside another running batch)."""
         if not self.sessions.row_positions or self.sessions.source_shortlist is not None:
             return None
         beams = self.settings(max_new_tokens=1, beam_size=beam_size, **overrides).num_beams
@@ -618,6 +627,7 @@ class Translator:
             pad_token_id=self.adapter.pad_token_id,
             max_positions=self.adapter.max_positions,
             runner=self._shards if self._shards.threads > 1 else None,
+            one_thread=one_thread,
         )
 
     def _decode_batch(

@@ -62,6 +62,21 @@ class ServeOptions:
         metavar="|".join(MODES),
         group=BATCHING,
     )
+    express_rows: int = option(
+        8,
+        "continuous batching: decoder rows of the express lane, where short requests decode on a thread of their own "
+        "beside the main batch (0: no express lane)",
+        group=BATCHING,
+    )
+    express_sentences: int = option(
+        1, "continuous batching: requests of at most this many sentences go to the express lane", group=BATCHING
+    )
+    lane_nice: int = option(
+        10,
+        "continuous batching with an express lane: the main lanes' worker threads run this much nicer (0..19), so "
+        "short requests and the HTTP event loop get the cores first",
+        group=BATCHING,
+    )
     default_beam_size: int | None = option(
         None,
         "default beam width",
@@ -209,6 +224,7 @@ class ServeOptions:
         )
         for proxy in self.trusted_proxy_list():
             require(_is_network(proxy), f"trusted_proxies must be IP addresses or networks (CIDR), got {proxy!r}")
+        self.scheduler_options()  # (and the batching options the scheduler checks: express_rows, lane_nice, ...)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -234,6 +250,9 @@ class ServeOptions:
             max_queue_size=self.max_queue_size,
             batching=self.batching,
             mode=self.batching_mode,
+            express_rows=self.express_rows,
+            express_sentences=self.express_sentences,
+            lane_nice=self.lane_nice,
         )
 
 

@@ -5,11 +5,17 @@ thread runs them off the event loop and hands every request exactly its own resu
 of three ways (``SchedulerOptions.mode``):
 
 * ``continuous`` (with a ``running`` opener, see :data:`OpenRunning`): the worker keeps one running decode per
-  beam size and target (:class:`enzh.runtime.running.RunningBatch`). Before every decoder step, waiting units
+  beam size and target (:class:`enzh.runtime.running.RunningBatch`). With ``lanes`` > 1 (a small model that
+  decodes on several one-thread sessions at once) there are as many workers, each with running decodes of its
+  own on one thread; a waiting unit joins the least loaded. Before every decoder step, waiting units
   join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
   ``max_running_rows`` rows); after it, finished units leave and are answered at once, and the units of
   cancelled jobs (client gone, deadline passed) stop. A short sentence never waits for a long batch to end.
   Units whose model cannot join mid-decode (the opener returns None) are batched as in ``dynamic``.
+  Short requests (at most ``express_sentences`` units) go to an *express lane*: a second worker thread with
+  running decodes of its own, at most ``express_rows`` rows, on one-thread sessions. Its steps are a few rows
+  and run beside the main lane's (which holds everything else), so a one-sentence request's steps do not cost
+  what a step of the whole load costs; when the express lane is full, short units join the main lane.
 * ``dynamic``: the units of every waiting request are pooled into batches of at most ``max_batch_tokens``
   source tokens, waiting at most ``max_queue_delay_ms`` after the oldest unit arrived for a batch to fill; a
   batch runs to its end before the next starts.
@@ -26,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections import deque
@@ -67,9 +74,10 @@ class RunningDecode(Protocol):
     def close(self) -> None: ...
 
 
-# running(beam_size, target) -> a running decode for that beam size and target, or None when the model cannot
-# join sentences mid-decode (its units are then batched dynamically).
-OpenRunning = Callable[[int | None, str | None], RunningDecode | None]
+# running(beam_size, target, express) -> a running decode for that beam size and target, or None when the model
+# cannot join sentences mid-decode (its units are then batched dynamically); express: for the express lane (its
+# steps on one thread, beside the main lane's).
+OpenRunning = Callable[[int | None, str | None, bool], RunningDecode | None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,10 +90,18 @@ class SchedulerOptions:
     batching: bool = True  # False: one request at a time (its own units still batched together), whatever mode says
     mode: str = "continuous"  # continuous, dynamic or single (see the module docstring)
     max_running_rows: int = 256  # continuous: decoder rows (sentences x beams) running at once
+    lanes: int = 1  # continuous: main workers, each with its own running decodes (> 1: each on one thread)
+    express_rows: int = 8  # continuous: the express lane's rows (0: no express lane)
+    express_sentences: int = 1  # continuous: requests of at most this many units go to the express lane
+    lane_nice: int = 10  # continuous, with an express lane: the main lanes' threads this much nicer (0: as the rest)
 
     def __post_init__(self) -> None:
         require(self.mode in MODES, f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         require(self.max_running_rows >= 1, f"max_running_rows must be >= 1, got {self.max_running_rows}")
+        require(self.express_rows >= 0, f"express_rows must be >= 0 (0: no express lane), got {self.express_rows}")
+        require(self.express_sentences >= 1, f"express_sentences must be >= 1, got {self.express_sentences}")
+        require(self.lanes >= 1, f"lanes must be >= 1, got {self.lanes}")
+        require(0 <= self.lane_nice <= 19, f"lane_nice must be 0..19, got {self.lane_nice}")
         if not self.batching:
             object.__setattr__(self, "mode", "single")
         object.__setattr__(self, "batching", self.mode != "single")
@@ -198,37 +214,46 @@ class Scheduler:
         self.options = options
         # Continuous batching needs a running decode; without one (a stand-in engine) the units batch dynamically.
         self.running = running if options.mode == "continuous" else None
-        self._decodes: dict[tuple[int | None, str | None], _Decode | None] = {}  # None: that key cannot join
+        # The worker threads' lanes: the main ones (one unless continuous), then the express lane (if enabled).
+        main = options.lanes if self.running is not None else 1
+        self._lanes = [_Lane(express=False, one_thread=main > 1) for _ in range(main)]
+        self._main = list(self._lanes)
+        self._express_lane: _Lane | None = None
+        if self.running is not None and options.express_rows > 0:
+            self._express_lane = _Lane(express=True, one_thread=True)
+            self._lanes.append(self._express_lane)
         self.observer: Observer = observer or _NullObserver()
         self._cond = threading.Condition()
         self._queue: deque[_Unit] = deque()
         self._queued_tokens = 0
         self._closing = False
-        self._running: list[_Unit] = []
         self._seconds_per_unit = 0.05  # running estimate used for Retry-After
-        self._busy_seconds = 0.0  # continuous: engine time since a unit last finished
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.death: BaseException | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._threads:
             raise RuntimeError("scheduler already started")
-        self._thread = threading.Thread(target=self._run, name="enzh-batch-worker", daemon=True)
-        self._thread.start()
+        for i, lane in enumerate(self._lanes):
+            name = "enzh-express-worker" if lane.express else "enzh-batch-worker" + (f"-{i}" if i else "")
+            self._threads.append(threading.Thread(target=self._run, args=(lane,), name=name, daemon=True))
+        for thread in self._threads:
+            thread.start()
 
     def close(self, timeout: float | None = None) -> None:
         """Stop taking work, let the worker finish what is queued, and join it."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and self.death is None
+        return bool(self._threads) and all(t.is_alive() for t in self._threads) and self.death is None
 
     @property
     def queued_units(self) -> int:
@@ -241,6 +266,11 @@ class Scheduler:
     @property
     def busy(self) -> bool:
         return bool(self._queue) or bool(self._running) or self._in_flight()
+
+    @property
+    def _running(self) -> list[_Unit]:
+        """The units taken from the queue and not yet answered, every lane's."""
+        return [u for lane in self._lanes for u in lane.running]
 
     def retry_after(self) -> int:
         """Seconds until the queue has likely drained (at least 1)."""
@@ -272,7 +302,7 @@ class Scheduler:
                 raise WorkerDead("the batching worker has died")
             if self._closing:
                 raise SchedulerClosed("the server is shutting down")
-            if self._thread is None or not self._thread.is_alive():
+            if not self.alive:
                 raise WorkerDead("the batching worker is not running")
             if self._queue and len(self._queue) + len(job.sources) > self.options.max_queue_size:
                 raise QueueFull(self.retry_after())
@@ -307,28 +337,33 @@ class Scheduler:
 
     # -- worker side ---------------------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _run(self, lane: _Lane) -> None:
+        if self._express_lane is not None and not lane.express:
+            _lower_priority(self.options.lane_nice)
         try:
             if self.running is not None:
-                self._run_continuous()
+                self._run_continuous(lane)
                 return
             while True:
                 batch = self._next_batch()
                 if batch is None:
                     return
                 self._execute(batch)
-        except BaseException as exc:  # the worker is gone: fail everything that waits, report not ready
+        except BaseException as exc:  # a worker is gone: fail everything that waits, report not ready
             self.death = exc
             logger.exception("the batching worker died")
             with self._cond:
-                running = [u for d in self._decodes.values() if d is not None for u in d.units.values()]
+                decodes = [d for each in self._lanes for d in each.decodes.values() if d is not None]
+                running = [u for d in decodes for u in d.units.values()]
                 waiting = {id(u.job): u.job for u in [*self._running, *running, *self._queue]}
                 self._queue.clear()
-                self._running = []
+                for each in self._lanes:
+                    each.running = []
                 self._queued_tokens = 0
+                self._cond.notify_all()  # (the other lane's worker sees the death and stops)
             for job in waiting.values():
                 job._resolve(WorkerDead("the batching worker has died"))
-            for decode in self._decodes.values():
+            for decode in lane.decodes.values():
                 if decode is not None:
                     with contextlib.suppress(Exception):
                         decode.running.close()
@@ -343,7 +378,7 @@ class Scheduler:
                 self._wait_to_fill()
                 batch = self._take()
                 if batch:
-                    self._running = batch
+                    self._lanes[0].running = batch
                     return batch
 
     def _wait_to_fill(self) -> None:
@@ -386,7 +421,8 @@ class Scheduler:
         self._queued_tokens -= tokens
         return batch
 
-    def _execute(self, batch: list[_Unit]) -> None:
+    def _execute(self, batch: list[_Unit], lane: _Lane | None = None) -> None:
+        lane = lane or self._lanes[0]
         now = time.monotonic()
         for job in {id(u.job): u.job for u in batch}.values():
             if job.started_at is None:
@@ -408,7 +444,8 @@ class Scheduler:
         self.observer.batch(len(batch), tokens, seconds)
         self._seconds_per_unit = 0.8 * self._seconds_per_unit + 0.2 * (seconds / len(batch))
         with self._cond:
-            self._running = []
+            ran = {id(u) for u in batch}
+            lane.running = [u for u in lane.running if id(u) not in ran]
         share = seconds / len(batch)
         for unit, output in zip(batch, outputs, strict=True):
             job = unit.job
@@ -432,77 +469,133 @@ class Scheduler:
 
     # -- continuous batching (worker side) ------------------------------------------------------------------
 
-    def _run_continuous(self) -> None:
+    def _run_continuous(self, lane: _Lane) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._in_flight() and not self._closing:
-                    self._cond.wait()
-                if not self._queue and not self._in_flight():
-                    return  # closing and nothing left
-                joining, whole = self._admit()
+                while not self._work_for(lane):
+                    if self.death is not None or (self._closing and not self._queue):
+                        return  # the other worker died, or closing with nothing left
+                    # (the queue holds the other lane's units: look again now and then, for a short unit joins the
+                    # main lane when the express lane is full)
+                    self._cond.wait(0.05 if self._queue or self._closing else None)
+                if self.death is not None:
+                    return
+                joining, whole = self._admit(lane)
             if whole:
-                self._execute(whole)  # a model that cannot join mid-decode: one dynamic batch
-            self._join(joining)
-            self._drop_cancelled()
-            for key, decode in list(self._decodes.items()):
+                self._execute(whole, lane)  # a model that cannot join mid-decode: one dynamic batch
+            self._join(lane, joining)
+            self._drop_cancelled(lane)
+            for key, decode in list(lane.decodes.items()):
                 if decode is not None and decode.units:
-                    self._step(key, decode)
+                    self._step(lane, key, decode)
             with self._cond:
-                self._running = [u for d in self._decodes.values() if d is not None for u in d.units.values()]
+                lane.running = [u for d in lane.decodes.values() if d is not None for u in d.units.values()]
 
     def _in_flight(self) -> bool:
-        return any(d is not None and d.units for d in list(self._decodes.values()))
+        return any(lane.in_flight() for lane in self._lanes)
 
-    def _decode_for(self, key: tuple[int | None, str | None]) -> _Decode | None:
-        """The running decode of ``key`` (opened on first use; None: its units cannot join one)."""
-        if key not in self._decodes:
+    def _express(self, unit: _Unit) -> bool:
+        """Whether ``unit`` is the express lane's to take now: a short request's, and the lane has room (caller
+        holds the lock)."""
+        opts = self.options
+        lane = self._express_lane
+        if lane is None or len(unit.job.sources) > opts.express_sentences:
+            return False
+        beams = max(1, unit.job.beam_size or 1)
+        if lane.decodes.get(_key(unit), True) is None:
+            return False  # (that key cannot join a running decode)
+        return lane.rows() + beams <= opts.express_rows
+
+    def _work_for(self, lane: _Lane) -> bool:
+        """Whether ``lane``'s worker has something to do: running units, or a queued unit it takes (caller holds
+        the lock)."""
+        if lane.in_flight():
+            return True
+        if lane.express:
+            return any(self._express(u) for u in self._queue)
+        return any(not self._express(u) for u in self._queue)
+
+    def _decode_for(self, lane: _Lane, key: tuple[int | None, str | None]) -> _Decode | None:
+        """The running decode of ``key`` in ``lane`` (opened on first use; None: its units cannot join one)."""
+        if key not in lane.decodes:
             assert self.running is not None
             try:
-                running = self.running(*key)
+                running = self.running(*key, lane.one_thread)
             except Exception:
                 logger.exception("opening a running decode failed; batching beam %s dynamically", key[0])
                 running = None
             if running is None:
                 logger.info("beam %s is batched dynamically: this model cannot join sentences mid-decode", key[0])
-            self._decodes[key] = _Decode(running) if running is not None else None
-        return self._decodes[key]
+            lane.decodes[key] = _Decode(running) if running is not None else None
+        return lane.decodes[key]
 
-    def _admit(self) -> tuple[list[_Unit], list[_Unit]]:
-        """Pop the waiting units that join their running decodes now (FIFO while the budgets allow; a decode with
-        nothing running takes at least one), or a dynamic batch of units that cannot join. Caller holds the
-        lock."""
+    def _admit(self, lane: _Lane) -> tuple[list[_Unit], list[_Unit]]:
+        """Pop the waiting units that join ``lane``'s running decodes now (FIFO while the budgets allow; a decode
+        with nothing running takes at least one), or a dynamic batch of units that cannot join. The express lane
+        takes the units :meth:`_express` gives it; the main lane the others. Caller holds the lock."""
         opts = self.options
-        if self._queue and self._decode_for(_key(self._queue[0])) is None:
+        if lane.express:
+            joining = []
+            kept: deque[_Unit] = deque()
+            for unit in self._queue:
+                if self._express(unit) and self._decode_for(lane, _key(unit)) is not None:
+                    joining.append(unit)
+                    lane.pending_rows += max(1, unit.job.beam_size or 1)
+                    lane.pending_tokens += len(unit.ids)
+                else:
+                    kept.append(unit)
+            return self._taken(lane, kept, joining), []
+        mine = [u for u in self._queue if not self._express(u)]
+        if mine and self._decode_for(lane, _key(mine[0])) is None:
             self._wait_to_fill()
             if not self._queue:
                 return [], []
             batch = self._take()
-            self._running = [*self._running, *batch]
+            lane.running = [*lane.running, *batch]
             return [], batch
-        tokens = sum(d.running.tokens for d in self._decodes.values() if d is not None)
-        rows = sum(d.running.rows for d in self._decodes.values() if d is not None)
-        joining: list[_Unit] = []
-        kept: deque[_Unit] = deque()
+        # (the budgets are all main lanes' together; with several, this lane takes units up to its fair share of
+        # the rows running and waiting: the others take the rest when they look)
+        tokens = sum(each.tokens() for each in self._main)
+        rows = sum(each.rows() for each in self._main)
+        waiting = sum(max(1, u.job.beam_size or 1) for u in self._queue if not self._express(u))
+        fair = -(-(rows + waiting) // len(self._main))
+        mine_rows = lane.rows()
+        joining = []
+        kept = deque()
         full = False
         for unit in self._queue:
+            if self._express(unit):
+                kept.append(unit)
+                continue
             key = _key(unit)
-            decode = self._decode_for(key)
+            decode = self._decode_for(lane, key)
             beams = max(1, unit.job.beam_size or 1)
             fits = tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= opts.max_running_rows
-            if decode is None or full or not (fits or (not tokens and not joining)):
+            least = mine_rows + beams <= fair or not mine_rows
+            if decode is None or full or not least or not (fits or (not lane.tokens() and not joining)):
                 full = full or decode is not None
                 kept.append(unit)
                 continue
             joining.append(unit)
             tokens += len(unit.ids)
             rows += beams
+            mine_rows += beams
+            lane.pending_rows += beams
+            lane.pending_tokens += len(unit.ids)
+        if len(self._main) > 1 and kept:
+            self._cond.notify_all()  # (another lane may take what this one left)
+        return self._taken(lane, kept, joining), []
+
+    def _taken(self, lane: _Lane, kept: deque[_Unit], joining: list[_Unit]) -> list[_Unit]:
+        """Leave ``kept`` queued; ``joining`` now runs in ``lane``. Caller holds the lock."""
         self._queue = kept
         self._queued_tokens -= sum(len(u.ids) for u in joining)
-        self._running = [*self._running, *joining]
-        return joining, []
+        lane.running = [*lane.running, *joining]
+        return joining
 
-    def _join(self, units: list[_Unit]) -> None:
-        """Add the units to their running decodes (one add per decode: their sentences are encoded together)."""
+    def _join(self, lane: _Lane, units: list[_Unit]) -> None:
+        """Add the units to their running decodes in ``lane`` (one add per decode: their sentences are encoded
+        together)."""
         now = time.monotonic()
         groups: dict[tuple[int | None, str | None], list[_Unit]] = {}
         for unit in units:
@@ -513,7 +606,7 @@ class Scheduler:
                 unit.job.started_at = now
                 self.observer.queue_wait(now - unit.job.enqueued_at)
         for key, members in groups.items():
-            decode = self._decodes[key]
+            decode = lane.decodes[key]
             assert decode is not None
             try:
                 decode.running.add([u.ids for u in members], list(members))
@@ -522,10 +615,12 @@ class Scheduler:
                 self._fail({id(u.job): u.job for u in members}.values(), exc)
                 continue
             decode.units.update({id(u): u for u in members})
+        with self._cond:
+            lane.pending_rows = lane.pending_tokens = 0  # (now counted in their decodes')
 
-    def _drop_cancelled(self) -> None:
+    def _drop_cancelled(self, lane: _Lane) -> None:
         """Stop the running units of jobs that are finished without them (cancelled, or failed elsewhere)."""
-        for decode in self._decodes.values():
+        for decode in lane.decodes.values():
             if decode is None:
                 continue
             gone = [u for u in decode.units.values() if u.job.finished]
@@ -538,7 +633,7 @@ class Scheduler:
                     decode.running.close()  # nothing else runs: every row leaves now
                 self.observer.dropped(len(gone))
 
-    def _step(self, key: tuple[int | None, str | None], decode: _Decode) -> None:
+    def _step(self, lane: _Lane, key: tuple[int | None, str | None], decode: _Decode) -> None:
         units = len(decode.units)
         tokens = decode.running.tokens
         start = time.perf_counter()
@@ -549,19 +644,21 @@ class Scheduler:
             jobs = {id(u.job): u.job for u in decode.units.values()}
             with contextlib.suppress(Exception):
                 decode.running.close()
-            self._decodes.pop(key, None)
+            lane.decodes.pop(key, None)
             self._fail(jobs.values(), exc)
             return
         seconds = time.perf_counter() - start
         self.observer.batch(units, tokens, seconds)
-        share = seconds / max(1, units)
+        # (a request's share of the engine: the main lanes are one engine stepping on several threads at once)
+        share = seconds / max(1, units) / (1 if lane.express else len(self._main))
         for unit in decode.units.values():
             unit.job.inference_seconds += share
-        # Retry-After's estimate: engine time per finished unit.
-        self._busy_seconds += seconds
+        # Retry-After's estimate: engine time per finished unit (the main lanes run at once).
+        lane.busy_seconds += seconds
         if done:
-            self._seconds_per_unit = 0.8 * self._seconds_per_unit + 0.2 * (self._busy_seconds / len(done))
-            self._busy_seconds = 0.0
+            per_unit = lane.busy_seconds / len(done) / len(self._main)
+            self._seconds_per_unit = 0.8 * self._seconds_per_unit + 0.2 * per_unit
+            lane.busy_seconds = 0.0
         for tag, output in done:
             left = decode.units.pop(id(tag), None)
             if left is None:
@@ -582,11 +679,48 @@ class Scheduler:
 
 
 @dataclass(eq=False)
+class _Lane:
+    """A worker thread's share of the work: the main lane, or the express lane of short requests (continuous
+    batching)."""
+
+    express: bool
+    one_thread: bool  # its running decodes step on one thread (beside other lanes')
+    decodes: dict[tuple[int | None, str | None], _Decode | None] = field(default_factory=dict)  # None: cannot join
+    running: list[_Unit] = field(default_factory=list)  # taken from the queue, not yet answered
+    pending_rows: int = 0  # rows of the units taken but not yet added to a decode
+    pending_tokens: int = 0  # their source tokens
+    busy_seconds: float = 0.0  # engine time since one of its units last finished
+
+    def in_flight(self) -> bool:
+        return any(d is not None and d.units for d in list(self.decodes.values()))
+
+    def rows(self) -> int:
+        """Decoder rows running or about to join."""
+        return sum(d.running.rows for d in list(self.decodes.values()) if d is not None) + self.pending_rows
+
+    def tokens(self) -> int:
+        """Their source tokens."""
+        return sum(d.running.tokens for d in list(self.decodes.values()) if d is not None) + self.pending_tokens
+
+
+@dataclass(eq=False)
 class _Decode:
     """A running decode and its units, by id."""
 
     running: RunningDecode
     units: dict[int, _Unit] = field(default_factory=dict)
+
+
+def _lower_priority(nice: int) -> None:
+    """Make the calling thread ``nice`` steps nicer (Linux schedules threads on their own), so that the express
+    lane's steps and the event loop run first when the cores are busy; where the OS cannot, say so and go on."""
+    if nice <= 0:
+        return
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + nice))
+    except (AttributeError, OSError) as exc:  # (no setpriority on Windows)
+        logger.info("the main lanes keep the process's priority: %s", exc)
 
 
 def _key(unit: _Unit) -> tuple[int | None, str | None]:

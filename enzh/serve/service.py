@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.requests import Request
@@ -176,9 +176,11 @@ class Service:
                 default = self.options.default_beam_size or self._engine_of(model).info.default_beam_size
                 model.default_beam = min(default, self.options.max_beam_size)
                 observer = ModelObserver(self.metrics, model.label, model.direction_label)
+                # (a model that decodes on several one-thread sessions at once gets as many continuous lanes)
+                lanes = int(getattr(self._engine_of(model), "running_lanes", 1))
                 model.scheduler = Scheduler(
                     self._batch_engine(model),
-                    self.options.scheduler_options(),
+                    replace(self.options.scheduler_options(), lanes=lanes),
                     observer,
                     running=self._running_decodes(model),
                 )
@@ -250,10 +252,10 @@ class Service:
         """The model's running decodes for continuous batching (None for an engine that has none: a stand-in, or
         a model that cannot join sentences mid-decode, whose units are then batched dynamically)."""
 
-        def open_running(beam_size: int | None, target: str | None) -> RunningDecode | None:
+        def open_running(beam_size: int | None, target: str | None, express: bool) -> RunningDecode | None:
             engine = self._engine_of(model)
             make = getattr(engine, "running_batch", None)
-            batch = make(beam_size=beam_size, target=target) if make is not None else None
+            batch = make(beam_size=beam_size, target=target, one_thread=express) if make is not None else None
             return _Running(engine, batch) if batch is not None else None
 
         return open_running

@@ -142,7 +142,8 @@ def test_64_concurrent_clients_each_get_their_single_request_translation(client)
     batches = metric_value(after, "enzh_batch_size_count") - metric_value(before, "enzh_batch_size_count")
     sentences = metric_value(after, "enzh_batch_size_sum") - metric_value(before, "enzh_batch_size_sum")
     assert sentences >= 64
-    assert batches < 64, "concurrent requests were not pooled into shared batches"
+    # (a batch is a decoder step in continuous batching: steps shared by several sentences)
+    assert sentences / batches >= 4, "concurrent requests were not pooled into shared batches"
 
 
 def test_batch_invariance_of_the_engine(demo_translator):

@@ -51,7 +51,8 @@ def test_concurrent_mixed_requests_get_their_answers_alone(demo_translator):
         assert all(a.status_code == 200 for a in answers)
         got = [a.json()["translations"][0] for a in answers]
         # the decodes ran (one per beam size) and are empty again
-        assert {key[0] for key, decode in scheduler._decodes.items() if decode is not None} == {1, 2, 4}
+        decodes = {key: d for lane in scheduler._lanes for key, d in lane.decodes.items() if d is not None}
+        assert {key[0] for key in decodes} == {1, 2, 4}
         assert not scheduler.busy
     expected = [demo_translator.translate([t], beam_size=b)[0] for t, b in zip(texts, beams, strict=True)]
     assert got == expected
@@ -69,11 +70,22 @@ def test_the_old_pooling_is_an_option(demo_translator):
         ServeOptions(batching_mode="x")
 
 
-def test_a_request_arriving_mid_decode_joins_and_leaves_first(demo_translator):
+@pytest.mark.parametrize("express_rows", [8, 0])
+def test_a_request_arriving_mid_decode_joins_and_leaves_first(demo_translator, express_rows):
+    """The short request takes the express lane (or, without one, joins the running decode of the main lanes)."""
     long_text = _long_text(16, seed=3)
     short = held_out(1, seed=4)[0]
-    with in_process(ServeOptions(), demo_translator) as client:
+    with in_process(ServeOptions(express_rows=express_rows), demo_translator) as client:
         scheduler = client.app.state.service.scheduler
+        assert len(scheduler._main) == demo_translator.running_lanes
+        joined: list[tuple[bool, int]] = []  # (express lane?, units) of every join from now on
+        join = scheduler._join
+
+        def spy(lane, units) -> None:
+            joined.append((lane.express, len(units)))
+            join(lane, units)
+
+        scheduler._join = spy
         finished: dict[str, float] = {}
         answers: dict[str, httpx.Response] = {}
 
@@ -91,6 +103,8 @@ def test_a_request_arriving_mid_decode_joins_and_leaves_first(demo_translator):
         assert "long" not in finished  # answered while the long request still decodes
         first.join(60)
         assert finished["short"] < finished["long"]
+        assert sum(n for express, n in joined if express) == (1 if express_rows else 0)
+        assert sum(n for express, n in joined if not express) > 10  # (the long request's sentences)
     assert answers["short"].json()["translations"] == demo_translator.translate([short], beam_size=4)
     assert answers["long"].json()["translations"] == demo_translator.translate([long_text], beam_size=4)
 
@@ -133,8 +147,8 @@ def test_a_deadline_drops_the_running_rows(demo_translator):
         response = client.post("/v1/translate", json={"text": texts, "beam_size": 4})
         assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
         assert steps  # it was decoding
-        assert _settled(scheduler, time.monotonic(), steps) <= 1  # (the step under way)
-        assert all(d is None or d.running.rows == 0 for d in scheduler._decodes.values())
+        assert _settled(scheduler, time.monotonic(), steps) <= len(scheduler._main)  # (each main lane's step under way)
+        assert all(d is None or d.running.rows == 0 for lane in scheduler._lanes for d in lane.decodes.values())
         assert metric_value(client.get("/metrics").text, "enzh_dropped_sentences_total") > 0
         short = held_out(1, seed=6)[0]
         answer = client.post("/v1/translate", json={"text": short, "beam_size": 4})
@@ -162,8 +176,8 @@ def test_an_upload_stops_when_its_client_leaves(demo_translator):
         asyncio.run(leave())
         gone = time.monotonic()
         assert steps  # it was translating when the client left
-        # (the disconnect reaches the server a moment after the client closes: a few steps at most)
-        assert _settled(scheduler, gone, steps) <= 5
+        # (the disconnect reaches the server a moment after the client closes: a few steps of each lane at most)
+        assert _settled(scheduler, gone, steps) <= 5 * len(scheduler._main)
         idle = time.monotonic()
         time.sleep(1.0)
         assert [t for t in steps if t > idle] == []  # no further chunk: nothing translated for nobody

@@ -190,7 +190,8 @@ class M2M100Tokenizer(FairseqTokenizer):
         chunks = [segment for segment, idx in segments if idx is None and segment]
         # quirk: each piece between special / language tokens goes through SentencePiece on its own, and the
         # pieces are looked up by STRING in vocab.json (a piece vocab.json lacks -> <unk>)
-        pieces = iter(self._sp.encode(chunks, out_type=str) if chunks else [])
+        # (one by one: a SentencePiece list call starts a thread pool, enzh.runtime.tokenizer._spm_encode)
+        pieces = iter([self._sp.encode(chunk, out_type=str) for chunk in chunks])
         get, unk = self._encoder.get, self.unk_id
         out: list[int] = []
         for segment, idx in segments:

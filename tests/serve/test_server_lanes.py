@@ -1,0 +1,187 @@
+"""Continuous batching's lanes with a fake running decode: several main lanes share the load, short requests take
+the express lane (on one thread), and a full express lane or a wide beam sends them to the main lanes."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Hashable
+
+import pytest
+
+from enzh.runtime.errors import OptionsError
+from enzh.serve.scheduler import Scheduler, SchedulerOptions
+
+
+class FakeRunning:
+    """A running decode where a unit of n ids takes n steps; records what joined it and on which thread it ran."""
+
+    def __init__(self, beam: int | None, one_thread: bool, delay: float, gate: threading.Event) -> None:
+        self.beams = max(1, beam or 1)
+        self.one_thread = one_thread
+        self.delay = delay
+        self.gate = gate
+        self.left: dict[Hashable, list] = {}  # tag -> [ids, steps left]
+        self.joined: list[list[int]] = []
+        self.threads: set[str] = set()
+
+    @property
+    def sentences(self) -> int:
+        return len(self.left)
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(ids) for ids, _ in self.left.values())
+
+    @property
+    def rows(self) -> int:
+        return len(self.left) * self.beams
+
+    def add(self, sources: list[list[int]], tags: list[Hashable]) -> None:
+        for ids, tag in zip(sources, tags, strict=True):
+            self.left[tag] = [list(ids), len(ids)]
+            self.joined.append(list(ids))
+
+    def step(self) -> list[tuple[Hashable, str]]:
+        self.gate.wait(10)
+        self.threads.add(threading.current_thread().name)
+        time.sleep(self.delay)
+        done = []
+        for tag, entry in list(self.left.items()):
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self.left[tag]
+                done.append((tag, "-".join(map(str, entry[0]))))
+        return done
+
+    def cancel(self, tags: list[Hashable]) -> None:
+        for tag in tags:
+            self.left.pop(tag, None)
+
+    def close(self) -> None:
+        self.left.clear()
+
+
+class Opener:
+    def __init__(self, delay: float = 0.002) -> None:
+        self.delay = delay
+        self.gate = threading.Event()
+        self.gate.set()
+        self.opened: list[FakeRunning] = []
+
+    def __call__(self, beam: int | None, target: str | None, one_thread: bool) -> FakeRunning:
+        running = FakeRunning(beam, one_thread, self.delay, self.gate)
+        self.opened.append(running)
+        return running
+
+
+def unused_engine(sources: list[list[int]], beam: int | None, target: str | None = None) -> list[str]:
+    raise AssertionError("every unit joins a running decode")
+
+
+def started(opener: Opener, **options) -> Scheduler:
+    scheduler = Scheduler(unused_engine, SchedulerOptions(**options), running=opener)
+    scheduler.start()
+    return scheduler
+
+
+def answer(sources: list[list[int]]) -> list[str]:
+    return ["-".join(map(str, ids)) for ids in sources]
+
+
+def test_two_main_lanes_share_the_load_each_on_one_thread():
+    opener = Opener()
+    opener.gate.clear()  # nothing steps until every request is queued
+    scheduler = started(opener, lanes=2, express_rows=0)
+    jobs = [[[j, k, *range(j % 7)] for k in range(4)] for j in range(20)]
+
+    async def main():
+        submitted = [scheduler.submit(sources, beam_size=1) for sources in jobs]
+        await asyncio.sleep(0.05)
+        opener.gate.set()
+        return await asyncio.gather(*(job.future for job in submitted))
+
+    try:
+        assert asyncio.run(main()) == [answer(sources) for sources in jobs]
+    finally:
+        scheduler.close(10)
+    lanes = {thread for running in opener.opened for thread in running.threads}
+    assert lanes == {"enzh-batch-worker", "enzh-batch-worker-1"}
+    assert all(running.one_thread for running in opener.opened)  # (two lanes at once: each on one thread)
+    shares = sorted(len(running.joined) for running in opener.opened)
+    assert len(shares) == 2 and sum(shares) == 80 and shares[0] >= 20, shares
+
+
+def test_a_short_request_takes_the_express_lane_and_leaves_first():
+    opener = Opener()
+    scheduler = started(opener, lanes=1, express_rows=8)
+    long_job = [[1] * 300 for _ in range(4)]  # 300 steps of 2 ms
+
+    async def main():
+        long = scheduler.submit(long_job, beam_size=4)
+        await asyncio.sleep(0.05)
+        short = scheduler.submit([[7, 8, 9]], beam_size=4)  # 4 rows: fits the express lane's 8
+        first = await asyncio.wait({long.future, short.future}, return_when=asyncio.FIRST_COMPLETED)
+        assert first[0] == {short.future}
+        return await short.future, await long.future
+
+    try:
+        short, long = asyncio.run(main())
+    finally:
+        scheduler.close(10)
+    assert short == ["7-8-9"] and long == answer(long_job)
+    express = [r for r in opener.opened if r.joined == [[7, 8, 9]]]
+    assert len(express) == 1 and express[0].one_thread and express[0].threads == {"enzh-express-worker"}
+    main_lane = [r for r in opener.opened if r.joined == long_job]
+    assert len(main_lane) == 1 and not main_lane[0].one_thread and main_lane[0].threads == {"enzh-batch-worker"}
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"express_rows": 0}, "no express lane"),
+        ({"express_rows": 2}, "a beam of 4 does not fit 2 rows"),
+        ({"express_rows": 8, "express_sentences": 1}, "two sentences are not a short request"),
+    ],
+)
+def test_requests_the_express_lane_does_not_take_join_the_main_lane(options, why):
+    opener = Opener()
+    scheduler = started(opener, **options)
+    sources = [[5, 6]] if "sentences" not in why else [[5, 6], [7]]
+
+    async def main():
+        return await scheduler.submit(sources, beam_size=4).future
+
+    try:
+        assert asyncio.run(main()) == answer(sources), why
+    finally:
+        scheduler.close(10)
+    assert [r.one_thread for r in opener.opened] == [False], why
+    assert {t for r in opener.opened for t in r.threads} == {"enzh-batch-worker"}, why
+
+
+def test_a_full_express_lane_sends_short_requests_to_the_main_lane():
+    opener = Opener(delay=0.005)
+    scheduler = started(opener, express_rows=1)
+    shorts = [[[i] * 40] for i in range(1, 4)]  # one row each, 40 steps: the express lane holds one at a time
+
+    async def main():
+        jobs = [scheduler.submit(sources, beam_size=1) for sources in shorts]
+        return await asyncio.gather(*(job.future for job in jobs))
+
+    try:
+        assert asyncio.run(main()) == [answer(sources) for sources in shorts]
+    finally:
+        scheduler.close(10)
+    by_lane = {r.one_thread: len(r.joined) for r in opener.opened}
+    assert by_lane[True] >= 1 and by_lane[False] >= 1 and sum(by_lane.values()) == 3, by_lane
+
+
+def test_lane_options_are_validated():
+    with pytest.raises(OptionsError, match=r"express_rows must be >= 0 \(0: no express lane\), got -1"):
+        SchedulerOptions(express_rows=-1)
+    with pytest.raises(OptionsError, match="express_sentences must be >= 1, got 0"):
+        SchedulerOptions(express_sentences=0)
+    with pytest.raises(OptionsError, match="lanes must be >= 1, got 0"):
+        SchedulerOptions(lanes=0)
