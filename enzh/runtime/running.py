@@ -398,6 +398,7 @@ class _Lane:
         self.cohorts: list[_Cohort | _GreedyPool] = []
         self._pools: dict[tuple[object, ...], _GreedyPool] = {}  # by the settings they share (max_length aside)
         self._finished: list[tuple[Hashable, list[Hypothesis]]] = []
+        self._changed = False  # sentences joined or left since the last compaction
         self.sentences = 0
         self.tokens = 0
 
@@ -445,6 +446,7 @@ class _Lane:
             self._decoder.add(part)
         self.sentences += count
         self.tokens += sum(lengths)
+        self._changed = True
         # Before its first step a search has one row per sentence: the first of the sentence's block.
         rows = start + np.arange(count, dtype=np.int64) * self.beams
         if pooled_greedy(settings, self.beams):
@@ -470,7 +472,9 @@ class _Lane:
 
     def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
         self._join_pending()
-        self._compact()
+        if self._changed or self.beams > 1:  # (a beam search reorders its rows at every step)
+            self._compact()
+            self._changed = False
         asking = [c for c in self.cohorts if c.request is not None]
         if asking and self._decoder is not None:
             requests = [c.request for c in asking if c.request is not None]
@@ -498,6 +502,7 @@ class _Lane:
 
     def _take(self, done: list[_Done]) -> None:
         for tag, hypotheses, length, cancelled in done:
+            self._changed = True
             self.sentences -= 1
             self.tokens -= length
             if not cancelled:
