@@ -26,6 +26,7 @@ PROFILERS = {
     "tools/loop_bound.py",
     "tools/shortlist_report.py",
     "tools/precision_report.py",
+    "tools/lane_bench.py",  # (times the running batches' steps and a joining sentence's encoder pass)
 }
 
 
