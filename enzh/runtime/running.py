@@ -297,7 +297,7 @@ class RunningBatch:
     ``beams``: the beam width every sentence of this batch uses. With a ``runner`` of several threads (small fp32
     models, enzh.runtime.parallel) the sentences are dealt to as many lanes, each a decoder on the one-thread
     sessions, whose steps run at once. ``one_thread``: one lane, encoded and stepped on one-thread sessions (the
-    service's express lane, which steps beside another running batch).
+    service's lanes, each stepping beside the others).
     """
 
     def __init__(

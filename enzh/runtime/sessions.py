@@ -225,7 +225,7 @@ class ModelSessions:
     def one_thread(self) -> tuple[ort.InferenceSession, ort.InferenceSession]:
         """(decoder, encoder) sessions that run on one thread: the model's own one-thread ones where it has them
         (or the main ones, when they are one-thread already), else made on the first call (continuous batching's
-        express lane steps on them beside the main lane's steps)."""
+        lanes step on them beside each other)."""
         with self._solo_lock:
             if self._solo is None:
                 serial = replace(self.options, intra_op_threads=1)

@@ -74,9 +74,9 @@ class RunningDecode(Protocol):
     def close(self) -> None: ...
 
 
-# running(beam_size, target, express) -> a running decode for that beam size and target, or None when the model
-# cannot join sentences mid-decode (its units are then batched dynamically); express: for the express lane (its
-# steps on one thread, beside the main lane's).
+# running(beam_size, target, one_thread) -> a running decode for that beam size and target, or None when the model
+# cannot join sentences mid-decode (its units are then batched dynamically); one_thread: its steps on one thread,
+# beside other lanes' (the express lane, and each main lane when there are several).
 OpenRunning = Callable[[int | None, str | None, bool], RunningDecode | None]
 
 

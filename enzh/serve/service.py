@@ -252,10 +252,10 @@ class Service:
         """The model's running decodes for continuous batching (None for an engine that has none: a stand-in, or
         a model that cannot join sentences mid-decode, whose units are then batched dynamically)."""
 
-        def open_running(beam_size: int | None, target: str | None, express: bool) -> RunningDecode | None:
+        def open_running(beam_size: int | None, target: str | None, one_thread: bool) -> RunningDecode | None:
             engine = self._engine_of(model)
             make = getattr(engine, "running_batch", None)
-            batch = make(beam_size=beam_size, target=target, one_thread=express) if make is not None else None
+            batch = make(beam_size=beam_size, target=target, one_thread=one_thread) if make is not None else None
             return _Running(engine, batch) if batch is not None else None
 
         return open_running
