@@ -316,9 +316,7 @@ class RunningBatch:
         self.beams = beams
         self.pad_token_id = pad_token_id
         self.max_positions = max_positions
-        self.runner = runner
-        if one_thread:
-            runner = self.runner = None
+        runner = self.runner = None if one_thread else runner
         count = max(1, runner.threads if runner is not None else 1)
         solo = sessions.one_thread() if one_thread else None
         self.lanes = [_Lane(sessions, beams, pad_token_id, one_thread=count > 1, solo=solo) for _ in range(count)]

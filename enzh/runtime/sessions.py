@@ -262,8 +262,8 @@ class ModelSessions:
         candidate tokens and the projection columns its decoder reads (:meth:`select`). ``one_thread``: on the
         one-thread session, when the model has one (a shard encoded beside others); ``session``: on that one."""
         self.fill_rows(input_ids)
-        encoder = self.encoder_serial if one_thread and self.encoder_serial is not None else self.encoder
-        encoder = session or encoder
+        serial = self.encoder_serial if one_thread else None
+        encoder = session or serial or self.encoder
         outputs = encoder.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})
         selection = self.select(input_ids, attention_mask) if select else None
         return EncoderOutput(cross_bias=outputs[0], cross=list(outputs[1:]), selection=selection)

@@ -545,8 +545,8 @@ class Scheduler:
                 else:
                     kept.append(unit)
             return self._taken(lane, kept, joining), []
-        mine = [u for u in self._queue if not self._express(u)]
-        if mine and self._decode_for(lane, _key(mine[0])) is None:
+        first = next((u for u in self._queue if not self._express(u)), None)
+        if first is not None and self._decode_for(lane, _key(first)) is None:
             self._wait_to_fill()
             if not self._queue:
                 return [], []
