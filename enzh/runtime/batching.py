@@ -40,6 +40,19 @@ def plan_batches(
     return batches
 
 
+def length_groups(lengths: Sequence[int], *, ratio: float = 2.0, slack: int = 8) -> list[list[int]]:
+    """Split sentence indices into groups of similar lengths, to be padded and encoded together: sorted by length
+    (shortest first), a group ends before a sentence more than ``ratio`` times and ``slack`` tokens longer than its
+    shortest. (A call costs little beside the padding a long sentence forces on short ones.)"""
+    groups: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
+        shortest = lengths[groups[-1][0]] if groups else 0
+        if not groups or (lengths[i] > ratio * shortest and lengths[i] - shortest > slack):
+            groups.append([])
+        groups[-1].append(i)
+    return groups
+
+
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-pad id lists into ``input_ids`` and ``attention_mask`` int64 arrays."""
     width = max(len(s) for s in sequences)

@@ -18,12 +18,12 @@ whole (dynamic batching).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import astuple, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnxruntime as ort
 
-from enzh.runtime.batching import pad_batch
+from enzh.runtime.batching import length_groups, pad_batch
 from enzh.runtime.decoding import (
     Finished,
     Hypothesis,
@@ -65,6 +65,7 @@ class RowDecoder(OrtDecoder):
         self.rows = sentences * beams
         self.positions = np.zeros(self.rows, dtype=np.int64)  # every row's own position
         self._row_positions = np.zeros(self.rows, dtype=np.int64)  # the buffer bound as the graph's position
+        self._vacant = np.zeros(self.rows, dtype=bool)  # rows of sentences that left, not yet reused or dropped
         self._store: list[np.ndarray] = []  # the cross arrays' buffers (bias, keys, values), with room to grow
 
     def _allocate(self, rows: int, capacity: int) -> None:
@@ -76,59 +77,89 @@ class RowDecoder(OrtDecoder):
         return self._row_positions[:rows]
 
     def _run_step(self, session: ort.InferenceSession, binding: _Binding, rows: int) -> None:
+        self.positions[self._vacant] = 0  # (a vacant row idles at position 0: nobody reads its output)
         self._row_positions[:rows] = self.positions
         session.run_with_iobinding(binding.io)
         self.positions += 1
         self.position = int(self.positions.max())
 
-    def add(self, encoded: EncoderOutput) -> None:
-        """Append ``encoded``'s sentences, ``beams`` rows each (contiguous), at position 0."""
+    def vacate(self, rows: np.ndarray) -> None:
+        """Mark ``rows`` as left: they keep stepping, unread, until a sentence is added into them or they are
+        reordered away."""
+        self._vacant[rows] = True
+        self.positions[rows] = 0
+
+    def add(self, encoded: EncoderOutput, free: Sequence[int] = ()) -> np.ndarray:
+        """Add ``encoded``'s sentences, ``beams`` rows each at position 0: into the vacant blocks ``free`` (block
+        b: rows b*beams to b*beams+beams-1) as far as they go, the rest after the current rows. Returns each
+        sentence's first row."""
         count = len(encoded.cross_bias)
         entries = len(self.cross_bias)
-        added = count * self.beams
-        # One cross entry per sentence while every sentence has its beams in a block; else one per row.
-        blocks = self.rows == entries * self.beams and np.array_equal(
-            self._row_sentence, np.repeat(np.arange(entries), self.beams)
+        beams = self.beams
+        # One cross entry per sentence while every sentence has its beams in a block (entry b: block b); else
+        # one per row. Vacant blocks are reused in the first layout only.
+        blocks = self.rows == entries * beams and np.array_equal(
+            self._row_sentence, np.repeat(np.arange(entries), beams)
         )
         new = [encoded.cross_bias, *encoded.cross]
+        into = np.asarray(list(free)[:count] if blocks else [], dtype=np.int64)
+        if len(into):
+            self._write_cross([array[: len(into)] for array in new], into)
+            reused = (into[:, None] * beams + np.arange(beams)).ravel()
+            self.positions[reused] = 0
+            self._vacant[reused] = False
+        extra = count - len(into)
+        if not extra:
+            return into * beams
+        rest = [array[len(into) :] for array in new]
         if not blocks:
-            new = [np.repeat(array, self.beams, axis=0) for array in new]
-        self._append_cross(new)
-        new_rows = np.repeat(np.arange(count), self.beams) if blocks else np.arange(added)
+            rest = [np.repeat(array, beams, axis=0) for array in rest]
+        self._write_cross(rest, None)
+        new_rows = np.repeat(np.arange(extra), beams) if blocks else np.arange(extra * beams)
         self._row_sentence = np.concatenate([self._row_sentence, entries + new_rows])
+        added = extra * beams
         if self._cache and len(self._cache[0]) < self.rows + added:
             self._allocate(self.rows + added, self.capacity)  # (copies the rows there are, so before they grow)
         self.positions = np.concatenate([self.positions, np.zeros(added, dtype=np.int64)])
+        self._vacant = np.concatenate([self._vacant, np.zeros(added, dtype=bool)])
+        first = self.rows + np.arange(extra, dtype=np.int64) * beams
         self.rows += added
+        return np.concatenate([into * beams, first])
 
-    def _append_cross(self, new: list[np.ndarray]) -> None:
-        """Write the entries ``new`` (bias, then keys and values) after the current ones, into buffers with room for
-        more entries and columns (reallocated, twice as many entries, when they are full or too narrow; padded
-        columns masked)."""
-        entries, extra = len(self.cross_bias), len(new[0])
-        width = self.cross_bias.shape[-1]
+    def _write_cross(self, new: list[np.ndarray], at: np.ndarray | None) -> None:
+        """Write the entries ``new`` (bias, then keys and values) into entries ``at`` (None: after the current
+        ones) of buffers with room for more entries and columns (reallocated, twice as many entries, when they are
+        full or too narrow; padded columns masked). The graph's inputs are bound again only when the arrays
+        change shape or place."""
+        entries = len(self.cross_bias)
+        total = entries + (len(new[0]) if at is None else 0)
         store = self._store
         backed = bool(store) and self.cross_bias.ctypes.data == store[0].ctypes.data
-        needed = max(width, new[0].shape[-1])
-        if not backed or len(store[0]) < entries + extra or store[0].shape[-1] < needed:
-            capacity = max(2 * (entries + extra), 8)
+        needed = max(self.cross_bias.shape[-1], new[0].shape[-1])
+        moved = not backed or len(store[0]) < total or store[0].shape[-1] < needed
+        if moved:
+            capacity = max(2 * total, 8)
             columns = -(-needed // 16) * 16  # room for a slightly longer source without reallocating
             old = [self.cross_bias, *self.cross]
             store = [_buffer(array, capacity, columns, bias=i == 0) for i, array in enumerate(old)]
             for i, (buffer, array) in enumerate(zip(store, old, strict=True)):
                 _put(buffer, array, 0, bias=i == 0)
             self._store = store
+        place: int | np.ndarray = entries if at is None else at
         for i, (buffer, array) in enumerate(zip(store, new, strict=True)):
-            _put(buffer, array, entries, bias=i == 0)
-        total = entries + extra
-        self.cross_bias, self.cross = store[0][:total], [buffer[:total] for buffer in store[1:]]
-        self._owns_cross, self._cross_bound = True, False
+            _put(buffer, array, place, bias=i == 0)
+        if moved or total != entries:
+            self.cross_bias, self.cross = store[0][:total], [buffer[:total] for buffer in store[1:]]
+            self._cross_bound = False
+        self._owns_cross = True
 
     def reorder(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)
         positions = self.positions[rows]
+        vacant = self._vacant[rows]
         super().reorder(rows)
         self.positions = positions
+        self._vacant = vacant
         self.position = int(positions.max()) if len(positions) else 0
 
 
@@ -140,16 +171,16 @@ def _buffer(array: np.ndarray, entries: int, columns: int, *, bias: bool) -> np.
     return np.zeros((entries, array.shape[1], columns, array.shape[3]), dtype=array.dtype)
 
 
-def _put(buffer: np.ndarray, array: np.ndarray, at: int, *, bias: bool) -> None:
-    """Write ``array``'s entries into ``buffer`` from entry ``at``, its columns first, the rest of each entry's
-    columns masked (bias) or zero (keys, values)."""
-    end = at + len(array)
+def _put(buffer: np.ndarray, array: np.ndarray, at: int | np.ndarray, *, bias: bool) -> None:
+    """Write ``array``'s entries into ``buffer``, from entry ``at`` on (or into the entries ``at``), its columns
+    first, the rest of each entry's columns masked (bias) or zero (keys, values)."""
+    entries: slice | np.ndarray = slice(at, at + len(array)) if isinstance(at, int) else at
     if bias:  # columns on the last axis
-        buffer[at:end, :, :, : array.shape[-1]] = array
-        buffer[at:end, :, :, array.shape[-1] :] = _MASKED
+        buffer[entries, :, :, : array.shape[-1]] = array
+        buffer[entries, :, :, array.shape[-1] :] = _MASKED
     else:
-        buffer[at:end, :, : array.shape[2]] = array
-        buffer[at:end, :, array.shape[2] :] = 0.0
+        buffer[entries, :, : array.shape[2]] = array
+        buffer[entries, :, array.shape[2] :] = 0.0
 
 
 # What a cohort hands back for each sentence that is done: its tag, hypotheses, source length, and whether it
@@ -187,6 +218,11 @@ class _Cohort:
             elif isinstance(op, Finished):
                 i = op.sentence
                 done.append((self.tags[i], op.hypotheses, self.lengths[i], bool(self.cancelled[i])))
+
+    def advance_from(self, step: Step) -> list[_Done]:
+        """:meth:`advance` with this search's rows of a step of the whole decoder."""
+        assert self.request is not None
+        return self.advance(_rows_of(step, self.rows, self.request))
 
     def cancel(self, wanted: set[Hashable]) -> None:
         for i, tag in enumerate(self.tags):
@@ -248,21 +284,22 @@ class _GreedyPool:
         last = self.history[np.arange(len(self.tags)), self.length - 1]
         self.request = StepRequest(last, 1 + len(self.bans), False) if len(self.tags) else None
 
-    def advance(self, step: Step | None) -> list[_Done]:
-        assert step is not None
+    def advance_from(self, step: Step) -> list[_Done]:
+        """Every sentence's next token from ``step``, a step of the whole decoder (this pool reads its rows)."""
         if not self.checked:
             _check_vocab(self.bans, step)
             self.checked = True
         # 1. Every row's best allowed token and its renormalized log-probability (all scores where the best few
-        #    hold none); the forced eos, with log-probability 0, on a row's last step.
+        #    hold none); the forced eos, with log-probability 0, on a row's last step. (Worked out for all the
+        #    decoder's rows, then this pool's taken: cheaper than copying its rows of the scores first.)
         best = _greedy_from_top(step, self.bans)
         if best is None:
-            scores = step.log_probs.copy()
+            scores = step.log_probs[self.rows]
             scores[:, list(self.bans)] = -np.inf
             tokens = scores.argmax(axis=1)
             log_probs = log_softmax(scores)[np.arange(len(tokens)), tokens]
         else:
-            tokens, log_probs = best
+            tokens, log_probs = best[0][self.rows], best[1][self.rows]
         if self.forced is not None:
             last = self.length == self.max_length - 1
             tokens[last], log_probs[last] = self.forced, 0.0
@@ -375,7 +412,12 @@ class RunningBatch:
 
 
 class _Lane:
-    """One decoder of a running batch and the cohorts whose rows it holds."""
+    """One decoder of a running batch and the searches whose rows it holds.
+
+    A sentence keeps its rows (a block of ``beams``) from joining to leaving; a sentence that joins takes the block
+    of one that has left, or new rows after the others. Blocks left vacant keep stepping, unread, until a sentence
+    takes them; when more than a quarter of the blocks are vacant the decoder is compacted (the sentences at the end
+    move into the vacant blocks and the rows after them are dropped)."""
 
     def __init__(
         self,
@@ -394,22 +436,27 @@ class _Lane:
         self.pending: list[tuple[list[int], Hashable, DecodingSettings]] = []  # added, not yet encoded
         self._decoder: RowDecoder | None = None
         self.cohorts: list[_Cohort | _GreedyPool] = []
-        self._pools: dict[tuple[object, ...], _GreedyPool] = {}  # by the settings they share (max_length aside)
+        self._pools: dict[DecodingSettings, _GreedyPool] = {}  # by the settings they share (max_length aside)
         self._finished: list[tuple[Hashable, list[Hypothesis]]] = []
-        self._changed = False  # sentences joined or left since the last compaction
+        self._changed = False  # sentences left since the rows were last settled
+        self._free: list[int] = []  # vacant blocks, for the next sentences to join
         self.sentences = 0
         self.tokens = 0
 
     @property
     def rows(self) -> int:
-        return self._decoder.rows if self._decoder is not None else 0
+        """The rows of the sentences in this lane (vacant ones not counted)."""
+        return self.sentences * self.beams if self._decoder is not None else 0
 
-    def _join_pending(self) -> None:
-        """Encode the sentences added since the last step (on this lane's thread) and join them, one cohort per
-        output bound (a search's settings hold one max_length)."""
+    def _join_pending(self) -> bool:
+        """Encode the sentences added since the last step (on this lane's thread, in groups of similar lengths)
+        and join them; whether any joined."""
         pending, self.pending = self.pending, []
-        if not pending:
-            return
+        for members in length_groups([len(source) for source, _, _ in pending]):
+            self._join([pending[i] for i in members])
+        return bool(pending)
+
+    def _join(self, pending: list[tuple[list[int], Hashable, DecodingSettings]]) -> None:
         sources = [source for source, _, _ in pending]
         ids, mask = pad_batch(sources, self.pad_token_id)
         encoded = self.sessions.encode(
@@ -419,42 +466,45 @@ class _Lane:
             one_thread=self.one_thread or len(ids) == 1,
             session=self.solo[1] if self.solo is not None else None,
         )
-        groups: dict[DecodingSettings, list[int]] = {}
-        for i, (_, _, settings) in enumerate(pending):
-            groups.setdefault(settings, []).append(i)
-        for settings, members in groups.items():
-            part = EncoderOutput(
-                cross_bias=encoded.cross_bias[members], cross=[array[members] for array in encoded.cross]
-            )
-            self.join(part, settings, [pending[i][1] for i in members], [len(sources[i]) for i in members])
-
-    def join(self, part: EncoderOutput, settings: DecodingSettings, tags: list[Hashable], lengths: list[int]) -> None:
-        count = len(tags)
-        start = self.rows
+        settings = [item[2] for item in pending]
         if self._decoder is None:
             self._decoder = RowDecoder(
                 self.sessions,
-                part,
+                encoded,
                 self.beams,
-                capacity=settings.max_length,
+                capacity=max(s.max_length for s in settings),
                 one_thread=self.one_thread,
                 session=self.solo[0] if self.solo is not None else None,
             )
+            self._free = []
+            rows = np.arange(len(pending), dtype=np.int64) * self.beams
         else:
-            self._decoder.add(part)
-        self.sentences += count
+            rows = self._decoder.add(encoded, self._free)
+            taken = set((rows // self.beams).tolist())
+            self._free = [block for block in self._free if block not in taken]
+        lengths = [len(source) for source in sources]
+        self.sentences += len(pending)
         self.tokens += sum(lengths)
-        self._changed = True
-        # Before its first step a search has one row per sentence: the first of the sentence's block.
-        rows = start + np.arange(count, dtype=np.int64) * self.beams
+        # (before its first step a search has one row per sentence: the first of the sentence's block)
+        groups: dict[DecodingSettings, list[int]] = {}
+        for i, each in enumerate(settings):
+            groups.setdefault(each, []).append(i)
+        for each, members in groups.items():
+            tags = [pending[i][1] for i in members]
+            self._start(each, rows[members], tags, [lengths[i] for i in members])
+
+    def _start(self, settings: DecodingSettings, rows: np.ndarray, tags: list[Hashable], lengths: list[int]) -> None:
+        """Start searching sentences of the same settings: in the lane's greedy pool of those settings (max_length
+        aside) when :func:`pooled_greedy` allows, else as a cohort of their own."""
         if pooled_greedy(settings, self.beams):
-            key = astuple(replace(settings, max_length=2))
+            key = replace(settings, max_length=2)
             pool = self._pools.get(key)
             if pool is None:
                 pool = self._pools[key] = _GreedyPool(settings)
                 self.cohorts.append(pool)
             pool.add(rows, tags, lengths, settings.max_length)
             return
+        count = len(tags)
         cancelled = np.zeros(count, dtype=bool)
         search = (
             beam_steps(count, settings, 1, cancelled) if self.beams > 1 else greedy_steps(count, settings, cancelled)
@@ -469,25 +519,29 @@ class _Lane:
             cohort.cancel(wanted)
 
     def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
-        self._join_pending()
-        if self._changed or self.beams > 1:  # (a beam search reorders its rows at every step)
-            self._compact()
-            self._changed = False
+        # 1. New sentences join, into the blocks of those that left first; a beam search's new sentences get
+        #    their beams' rows (until its first step a sentence reads one row).
+        if self._join_pending() and self.beams > 1:
+            self._settle()
         asking = [c for c in self.cohorts if c.request is not None]
         if asking and self._decoder is not None:
+            # 2. One decoder step for every row (a vacant row gets a token too; nobody reads its output).
             requests = [c.request for c in asking if c.request is not None]
-            tokens = np.empty(self._decoder.rows, dtype=np.int64)
+            tokens = np.zeros(self._decoder.rows, dtype=np.int64)
             for cohort, request in zip(asking, requests, strict=True):
                 tokens[cohort.rows] = request.tokens
             top_k = max(r.top_k for r in requests)
             logits = any(r.logits for r in requests)
             step = self._decoder.step(tokens, top_k, logits=logits)
-            for cohort, request in zip(asking, requests, strict=True):
-                self._take(cohort.advance(_rows_of(step, cohort.rows, request)))
+            # 3. Every search reads its rows and says which sentences are done.
+            for cohort in asking:
+                self._take(cohort.advance_from(step))
         self.cohorts = [c for c in self.cohorts if c.request is not None or len(c.rows)]
         self._pools = {k: p for k, p in self._pools.items() if p.request is not None}
-        if not self.cohorts:
-            self._compact()
+        # 4. The searches' reorders and the rows of the sentences that left (for a beam search, every step).
+        if self._changed or self.beams > 1 or not self.cohorts:
+            self._settle()
+            self._changed = False
         found, self._finished = self._finished, []
         return found
 
@@ -495,7 +549,7 @@ class _Lane:
         if self._decoder is not None:
             self._decoder.release()
             self._decoder = None
-        self.cohorts, self._pools, self.pending = [], {}, []
+        self.cohorts, self._pools, self.pending, self._free = [], {}, [], []
         self.sentences = self.tokens = 0
 
     def _take(self, done: list[_Done]) -> None:
@@ -506,10 +560,10 @@ class _Lane:
             if not cancelled:
                 self._finished.append((tag, hypotheses))
 
-    def _compact(self) -> None:
-        """Reorder the decoder to the rows the searches still use (none: release it). Sentences stay where they
-        are; those beyond the new row count move into the places of the ones that left (fewest rows copied). A
-        sentence's rows are a block of ``beams`` rows (its beams, in its search's order)."""
+    def _settle(self) -> None:
+        """Put every sentence's rows in its block, in its search's order (the rows a beam search reordered to),
+        and mark the blocks of the sentences that left vacant; with more than a quarter vacant, compact instead
+        (no sentences left: release the decoder)."""
         decoder = self._decoder
         if decoder is None:
             return
@@ -520,6 +574,28 @@ class _Lane:
         beams = self.beams
         lines = np.concatenate([c.rows.reshape(-1, beams) for c in live])  # a sentence's rows per line
         blocks = lines[:, 0] // beams
+        total = decoder.rows // beams
+        if (total - len(blocks)) * 4 > total:
+            self._compact(live, lines, blocks)
+            return
+        order = np.arange(decoder.rows)
+        new_rows = blocks[:, None] * beams + np.arange(beams)
+        order[new_rows.ravel()] = lines.ravel()
+        if not np.array_equal(order, np.arange(len(order))):
+            decoder.reorder(order)
+        self._assign(live, new_rows)
+        used = np.zeros(total, dtype=bool)
+        used[blocks] = True
+        vacant = np.flatnonzero(~used)
+        self._free = vacant.tolist()
+        if len(vacant):
+            decoder.vacate((vacant[:, None] * beams + np.arange(beams)).ravel())
+
+    def _compact(self, live: list[_Cohort | _GreedyPool], lines: np.ndarray, blocks: np.ndarray) -> None:
+        """Reorder the decoder to the rows of the sentences in it: those beyond the new row count move into the
+        vacant blocks (fewest rows copied), the others stay where they are."""
+        assert self._decoder is not None
+        beams = self.beams
         count = len(blocks)
         target = blocks.copy()
         moving = blocks >= count
@@ -529,11 +605,16 @@ class _Lane:
         new_rows = target[:, None] * beams + np.arange(beams)
         order = np.empty(count * beams, dtype=np.int64)
         order[new_rows.ravel()] = lines.ravel()
-        if len(order) != decoder.rows or not np.array_equal(order, np.arange(len(order))):
-            decoder.reorder(order)
+        self._decoder.reorder(order)
+        self._assign(live, new_rows)
+        self._free = []
+
+    @staticmethod
+    def _assign(live: list[_Cohort | _GreedyPool], new_rows: np.ndarray) -> None:
+        """Give each search the rows its sentences now have (``new_rows``: one line per sentence, in order)."""
         start = 0
         for cohort in live:
-            sentences = len(cohort.rows) // beams
+            sentences = len(cohort.rows) // new_rows.shape[1]
             cohort.rows = new_rows[start : start + sentences].ravel()
             start += sentences
 

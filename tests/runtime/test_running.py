@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from enzh.runtime.default_model import DEMO_TEST_SET
+from enzh.runtime.running import RowDecoder
 from enzh.runtime.translator import Translator
 
 
@@ -60,6 +61,40 @@ def test_sentences_joining_mid_decode_get_their_translation_alone(demo_translato
     np.testing.assert_allclose([found[i].score for i in range(len(sources))], [h.score for h in alone], rtol=1e-5)
     # a short sentence added after a long one leaves first: nobody waits for the batch to end
     assert order != sorted(order)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_sentences_that_join_take_the_rows_of_those_that_left(
+    demo_translator: Translator, beam: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As many sentences join as have just left: they decode in the vacant rows, so the decoder never grows past
+    its first 8 sentences and (greedy) is only reordered when more than a quarter of its rows left at once; each
+    sentence gets its translation alone."""
+    sources = _sources(demo_translator, 30, seed=7)
+    alone = [demo_translator.generate_ids([s], beam_size=beam)[0].token_ids for s in sources]
+    batch = demo_translator.running_batch(beam_size=beam, one_thread=True)
+    assert batch is not None
+    (lane,) = batch.lanes
+    reorders: list[int] = []
+    original = RowDecoder.reorder
+    monkeypatch.setattr(RowDecoder, "reorder", lambda self, rows: (reorders.append(1), original(self, rows))[1])
+    batch.add(sources[:8], list(range(8)))
+    added, widest, many_left, reordered = 8, 0, 0, 0
+    found: dict[int, tuple[int, ...]] = {}
+    while len(found) < len(sources):
+        done = batch.step()
+        found.update({tag: hypotheses[0].token_ids for tag, hypotheses in done})
+        joining = min(len(done), len(sources) - added)
+        if added < len(sources):
+            many_left += len(done) * 4 > 8
+            reordered = len(reorders)
+        batch.add(sources[added : added + joining], list(range(added, added + joining)))
+        added += joining
+        widest = max(widest, lane._decoder.rows if lane._decoder is not None else 0)
+    assert widest == 8 * beam
+    if beam == 1:
+        assert reordered == many_left, (reordered, many_left)
+    assert [found[i] for i in range(len(sources))] == alone
 
 
 def test_processors_that_read_each_row_run_per_cohort(demo_translator: Translator) -> None:

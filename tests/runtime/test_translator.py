@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from enzh import Translator
-from enzh.runtime.batching import plan_batches
+from enzh.runtime.batching import length_groups, plan_batches
 from enzh.runtime.segment import clean_text, split_sentences
 from enzh.runtime.translator import default_max_new_tokens
 
@@ -116,6 +116,13 @@ def test_plan_batches():
     assert plan_batches([500], max_tokens=100, max_batch=4) == [[0]]  # too long alone still runs
     grouped = plan_batches([4, 4, 4, 4], max_tokens=100, max_batch=8, group=lambda i: i % 2)
     assert grouped == [[0], [1], [2], [3]]  # keys alternate in length order, so no two may share a batch
+
+
+def test_length_groups():
+    # shortest first; a group ends before a sentence over twice its shortest and more than 8 tokens longer
+    assert length_groups([60, 15, 12, 18, 3, 9, 70, 31]) == [[4, 5], [2, 1, 3], [7, 0], [6]]
+    assert length_groups([3, 11, 4]) == [[0, 2, 1]]  # 11 is within 8 tokens of 3
+    assert length_groups([]) == []
 
 
 def test_split_sentences():
