@@ -77,6 +77,12 @@ class ServeOptions:
         "short requests and the HTTP event loop get the cores first",
         group=BATCHING,
     )
+    gather_units: int = option(
+        8,
+        "continuous batching: while the main lanes run, waiting sentences join once this many wait or the oldest has "
+        "waited --max-queue-delay-ms, so that they are encoded together (1: at the next step)",
+        group=BATCHING,
+    )
     default_beam_size: int | None = option(
         None,
         "default beam width",
@@ -253,6 +259,7 @@ class ServeOptions:
             express_rows=self.express_rows,
             express_sentences=self.express_sentences,
             lane_nice=self.lane_nice,
+            gather_units=self.gather_units,
         )
 
 

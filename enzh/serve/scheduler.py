@@ -9,9 +9,10 @@ of three ways (``SchedulerOptions.mode``):
   decodes on several one-thread sessions at once) there are as many workers, each with running decodes of its
   own on one thread; a waiting unit joins the least loaded. Before every decoder step, waiting units
   join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
-  ``max_running_rows`` rows); after it, finished units leave and are answered at once, and the units of
-  cancelled jobs (client gone, deadline passed) stop. A short sentence never waits for a long batch to end.
-  Units whose model cannot join mid-decode (the opener returns None) are batched as in ``dynamic``.
+  ``max_running_rows`` rows; while a lane runs, once ``gather_units`` wait or the oldest has waited
+  ``max_queue_delay_ms``, so that they are encoded together); after it, finished units leave and are answered
+  at once, and the units of cancelled jobs (client gone, deadline passed) stop. A short sentence never waits for
+  a long batch to end. Units whose model cannot join mid-decode (the opener returns None) are batched as in ``dynamic``.
   Short requests (at most ``express_sentences`` units) go to an *express lane*: a second worker thread with
   running decodes of its own, at most ``express_rows`` rows, on one-thread sessions. Its steps are a few rows
   and run beside the main lane's (which holds everything else), so a one-sentence request's steps do not cost
@@ -94,6 +95,9 @@ class SchedulerOptions:
     express_rows: int = 8  # continuous: the express lane's rows (0: no express lane)
     express_sentences: int = 1  # continuous: requests of at most this many units go to the express lane
     lane_nice: int = 10  # continuous, with an express lane: the main lanes' threads this much nicer (0: as the rest)
+    # continuous: while the main lanes run, waiting units join once this many wait (or the oldest has waited
+    # max_queue_delay_ms), so that they are encoded together (1: at the next step)
+    gather_units: int = 8
 
     def __post_init__(self) -> None:
         require(self.mode in MODES, f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
@@ -102,6 +106,7 @@ class SchedulerOptions:
         require(self.express_sentences >= 1, f"express_sentences must be >= 1, got {self.express_sentences}")
         require(self.lanes >= 1, f"lanes must be >= 1, got {self.lanes}")
         require(0 <= self.lane_nice <= 19, f"lane_nice must be 0..19, got {self.lane_nice}")
+        require(self.gather_units >= 1, f"gather_units must be >= 1 (1: no gathering), got {self.gather_units}")
         if not self.batching:
             object.__setattr__(self, "mode", "single")
         object.__setattr__(self, "batching", self.mode != "single")
@@ -557,7 +562,10 @@ class Scheduler:
         # the rows running and waiting: the others take the rest when they look)
         tokens = sum(each.tokens() for each in self._main)
         rows = sum(each.rows() for each in self._main)
-        waiting = sum(max(1, u.job.beam_size or 1) for u in self._queue if not self._express(u))
+        mine = [u for u in self._queue if not self._express(u)]
+        if rows and mine and self._gathering(mine):
+            return [], []
+        waiting = sum(max(1, u.job.beam_size or 1) for u in mine)
         fair = -(-(rows + waiting) // len(self._main))
         mine_rows = lane.rows()
         joining = []
@@ -585,6 +593,15 @@ class Scheduler:
         if len(self._main) > 1 and kept:
             self._cond.notify_all()  # (another lane may take what this one left)
         return self._taken(lane, kept, joining), []
+
+    def _gathering(self, waiting: list[_Unit]) -> bool:
+        """Whether the main lanes, running, let the ``waiting`` units gather: fewer than ``gather_units`` wait and
+        the oldest has waited less than ``max_queue_delay_ms``. (An encoder run costs much less a sentence on a
+        few sentences than on one.) Caller holds the lock."""
+        opts = self.options
+        if len(waiting) >= opts.gather_units or self._closing:
+            return False
+        return min(u.job.enqueued_at for u in waiting) + opts.max_queue_delay_ms / 1000.0 > time.monotonic()
 
     def _taken(self, lane: _Lane, kept: deque[_Unit], joining: list[_Unit]) -> list[_Unit]:
         """Leave ``kept`` queued; ``joining`` now runs in ``lane``. Caller holds the lock."""

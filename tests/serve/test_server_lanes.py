@@ -24,6 +24,7 @@ class FakeRunning:
         self.gate = gate
         self.left: dict[Hashable, list] = {}  # tag -> [ids, steps left]
         self.joined: list[list[int]] = []
+        self.adds: list[int] = []  # units per add() call
         self.threads: set[str] = set()
 
     @property
@@ -42,6 +43,7 @@ class FakeRunning:
         for ids, tag in zip(sources, tags, strict=True):
             self.left[tag] = [list(ids), len(ids)]
             self.joined.append(list(ids))
+        self.adds.append(len(sources))
 
     def step(self) -> list[tuple[Hashable, str]]:
         self.gate.wait(10)
@@ -178,6 +180,34 @@ def test_a_full_express_lane_sends_short_requests_to_the_main_lane():
     assert by_lane[True] >= 1 and by_lane[False] >= 1 and sum(by_lane.values()) == 3, by_lane
 
 
+@pytest.mark.parametrize(
+    ("gather", "delay_ms", "adds"), [(3, 60_000, [1, 3, 3]), (1, 60_000, [1] * 7), (8, 100, [1, 6])]
+)
+def test_while_the_main_lane_runs_waiting_units_gather_before_they_join(gather, delay_ms, adds):
+    """Units that arrive while the main lane decodes join it gather_units at a time (encoded together), or once the
+    oldest has waited max_queue_delay_ms."""
+    opener = Opener()
+    scheduler = started(opener, express_rows=0, gather_units=gather, max_queue_delay_ms=delay_ms)
+    long_job = [[1] * 300]  # 300 steps of 2 ms: running while the others arrive
+
+    async def main():
+        long = scheduler.submit(long_job, beam_size=1)
+        await asyncio.sleep(0.02)
+        singles = []
+        for i in range(6):
+            singles.append(scheduler.submit([[2, i]], beam_size=1))
+            await asyncio.sleep(0.005)
+        return await asyncio.gather(long.future, *(job.future for job in singles))
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        scheduler.close(10)
+    assert results == [answer(long_job), *(answer([[2, i]]) for i in range(6))]
+    (running,) = opener.opened
+    assert running.adds == adds
+
+
 def test_lane_options_are_validated():
     with pytest.raises(OptionsError, match=r"express_rows must be >= 0 \(0: no express lane\), got -1"):
         SchedulerOptions(express_rows=-1)
@@ -185,3 +215,5 @@ def test_lane_options_are_validated():
         SchedulerOptions(express_sentences=0)
     with pytest.raises(OptionsError, match="lanes must be >= 1, got 0"):
         SchedulerOptions(lanes=0)
+    with pytest.raises(OptionsError, match=r"gather_units must be >= 1 \(1: no gathering\), got 0"):
+        SchedulerOptions(gather_units=0)
