@@ -173,14 +173,16 @@ def _buffer(array: np.ndarray, entries: int, columns: int, *, bias: bool) -> np.
 
 def _put(buffer: np.ndarray, array: np.ndarray, at: int | np.ndarray, *, bias: bool) -> None:
     """Write ``array``'s entries into ``buffer``, from entry ``at`` on (or into the entries ``at``), its columns
-    first, the rest of each entry's columns masked (bias) or zero (keys, values)."""
+    first; the bias masks the rest of each entry's columns (the keys and values there are left as they are: masked,
+    they are never read, and every value a buffer holds is finite, zeros or an earlier sentence's)."""
+    if not isinstance(at, int) and np.array_equal(at, np.arange(at[0], at[0] + len(at))):
+        at = int(at[0])  # (a run of entries: a slice, no fancy indexing)
     entries: slice | np.ndarray = slice(at, at + len(array)) if isinstance(at, int) else at
     if bias:  # columns on the last axis
         buffer[entries, :, :, : array.shape[-1]] = array
         buffer[entries, :, :, array.shape[-1] :] = _MASKED
     else:
         buffer[entries, :, : array.shape[2]] = array
-        buffer[entries, :, array.shape[2] :] = 0.0
 
 
 # What a cohort hands back for each sentence that is done: its tag, hypotheses, source length, and whether it
