@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import signal
@@ -69,11 +70,17 @@ class Result:
         return self.one_p99_ms / self.one_alone_ms if self.one_alone_ms else float("nan")
 
     def row(self) -> str:
+        def ms(value: float) -> str:  # a cell without samples (every request failed, none of one sentence)
+            return "—" if math.isnan(value) else f"{value:.0f}"
+
+        def ratio(value: float) -> str:
+            return "—" if math.isnan(value) else f"{value:.1f}x"
+
         return (
             f"| {self.mode} | {self.clients} | {self.requests_per_s:.1f} | {self.sentences_per_s:.1f} | "
-            f"{self.p50_ms:.0f} | {self.p95_ms:.0f} | {self.p99_ms:.0f} | {self.single_p50_ms:.0f} | "
-            f"{self.p99_ratio:.1f}x | {self.one_alone_ms:.0f} | {self.one_p50_ms:.0f} | {self.one_p99_ms:.0f} | "
-            f"{self.one_ratio:.1f}x | {self.errors} |"
+            f"{ms(self.p50_ms)} | {ms(self.p95_ms)} | {ms(self.p99_ms)} | {ms(self.single_p50_ms)} | "
+            f"{ratio(self.p99_ratio)} | {ms(self.one_alone_ms)} | {ms(self.one_p50_ms)} | {ms(self.one_p99_ms)} | "
+            f"{ratio(self.one_ratio)} | {self.errors} |"
         )
 
 

@@ -171,3 +171,11 @@ def test_load_benchmark_reports_without_asserting_timings(demo_translator):
         assert result.requests > 0 and result.errors == 0 and result.sentences >= result.requests
         assert result.row().count("|") == HEADER.splitlines()[0].count("|")
         assert httpx.post(f"{server.url}/v1/translate", json={"text": SENTENCES[0]}).status_code == 200
+
+
+def test_load_benchmark_row_marks_cells_without_samples():
+    from enzh.tools.server_bench import Result
+
+    # Every one-sentence request timed out: its cells say so instead of printing "nan".
+    result = Result("single", 64, 10.0, 20, 90, 52, {"200": 20, "504": 52}, 1053.0, 12944.0, 28521.0, 29481.0, 278.0)
+    assert result.row() == ("| single | 64 | 2.0 | 9.0 | 12944 | 28521 | 29481 | 1053 | 28.0x | 278 | — | — | — | 52 |")
