@@ -17,10 +17,10 @@ from enzh.cli.bench import command_line, settings_from_args
 from enzh.cli.main import build_parser
 from enzh.demo import HF_MODEL_DIR
 from enzh.tools.bench import machine
-from enzh.tools.bench.cases import fixed_sources
+from enzh.tools.bench.cases import fixed_sources, make_cases
 from enzh.tools.bench.engines import Runner
 from enzh.tools.bench.report import check_report
-from enzh.tools.bench.settings import LengthError
+from enzh.tools.bench.settings import BenchSettings, LengthError
 from enzh.tools.bench.stats import merge_rounds
 from enzh.tools.bench.worker import measure
 from enzh.tools.stats import percentile
@@ -108,8 +108,9 @@ def test_fixed_length_cases_generate_exactly_n_tokens_in_every_engine(quick_run)
     if HAS_CT2:
         assert {"ct2-float32", "ct2-int8"} <= checked
     natural = [r for r in report["results"] if r["case"].startswith("natural") and r["engine"] == "enzh-fp32"]
-    # the trained demo model through the fp32 export gives PyTorch's tokens
+    # the trained demo model through the fp32 export gives PyTorch's translations, text in and text out
     assert all(r["agreement_torch"] == 1.0 for r in natural)
+    assert {c["group"]: c["text"] for c in report["cases"]} == {"fixed": False, "natural": True}
 
 
 def test_from_json_rerenders_without_measuring(quick_run, tmp_path):
@@ -144,6 +145,30 @@ def test_a_wrong_length_fails_the_cell():
     # natural length: any length is fine
     result = measure(_WrongLength(), {**case, "fixed": False}, repeats=2, warmup=0)
     assert result["status"] == "ok" and result["tokens"] == [7, 7] and result["exact_length"] is None
+
+
+class _Texts(Runner):
+    def __init__(self):
+        self.seen = []
+
+    def translate(self, texts, beams, new_tokens):
+        self.seen.append(list(texts))
+        return [(text.upper(), len(text)) for text in texts]
+
+
+def test_a_case_with_texts_is_translated_text_to_text():
+    settings = BenchSettings(batch_sizes=(2,), beams=(1,))
+    texts = ["a cat.", "the dog.", "hi."]
+    ids = [(7, 1, 0), (7, 2, 3, 0), (7, 4, 0)]
+    (case,) = make_cases("natural", ids, settings, texts=texts)
+    assert case.texts == (("a cat.", "the dog."), ("hi.",)) and case.calls == ((ids[0], ids[1]), (ids[2],))
+    (fixed,) = make_cases("fixed", ids, settings, texts=texts)
+    assert fixed.texts is None  # fixed lengths are counted in ids
+    runner = _Texts()
+    job = {"id": case.id, "beams": 1, "new_tokens": 8, "fixed": False, "calls": [], "texts": case.texts}
+    result = measure(runner, job, repeats=2, warmup=1)
+    assert runner.seen == [["a cat.", "the dog."], ["hi."]] * 3
+    assert result["outputs"] == ["A CAT.", "THE DOG.", "HI."] and result["tokens"] == [17, 17]
 
 
 def test_check_report_rejects_a_bad_layout(quick_run):

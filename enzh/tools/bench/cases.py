@@ -85,11 +85,8 @@ def fixed_sources(hf_dir: Path, count: int, length: int, seed: int) -> list[tupl
     return [tuple([*prefix, *(rng.choice(ordinary) for _ in range(body)), eos]) for _ in range(count)]
 
 
-def natural_sources(hf_dir: Path, test_tsv: Path, count: int) -> list[tuple[int, ...]]:
-    """Source ids of the first ``count`` English sentences of a ``english<TAB>chinese`` test file."""
-    from enzh.runtime.tokenizer import MarianTokenizer
-
-    tokenizer = MarianTokenizer.from_dir(hf_dir)
+def natural_texts(test_tsv: Path, count: int) -> list[str]:
+    """The first ``count`` English sentences of a ``english<TAB>chinese`` test file."""
     english = []
     with open(test_tsv, encoding="utf-8") as f:
         for line in f:
@@ -99,7 +96,15 @@ def natural_sources(hf_dir: Path, test_tsv: Path, count: int) -> list[tuple[int,
                 break
     if len(english) < count:
         raise BenchError(f"{test_tsv} has {len(english)} sentences, fewer than the {count} asked for")
-    return [tuple(tokenizer.encode(f"{LANGUAGE_TOKEN} {text}")) for text in english]
+    return english
+
+
+def natural_sources(hf_dir: Path, texts: Sequence[str]) -> list[tuple[int, ...]]:
+    """The source ids of ``texts`` (language token, pieces, eos), as the Marian tokenizer gives them."""
+    from enzh.runtime.tokenizer import MarianTokenizer
+
+    tokenizer = MarianTokenizer.from_dir(hf_dir)
+    return [tuple(tokenizer.encode(f"{LANGUAGE_TOKEN} {text}")) for text in texts]
 
 
 def make_cases(
@@ -107,9 +112,11 @@ def make_cases(
     sources: Sequence[tuple[int, ...]],
     settings: BenchSettings,
     target: tuple[str, int] | None = None,
+    texts: Sequence[str] | None = None,
 ) -> tuple[Case, ...]:
     """Batch sizes x beam widths. Fixed (and nllb): one call of the first ``batch`` sources; natural: all,
-    ``batch`` a call. ``target``: the code every engine generates first (:func:`forced_target`)."""
+    ``batch`` a call. ``target``: the code every engine generates first (:func:`forced_target`). ``texts``: the
+    sources' sentences (natural): every engine then translates text to text, its tokenizing counted."""
     cases = []
     for batch in settings.batch_sizes:
         for beams in settings.beams:
@@ -121,6 +128,9 @@ def make_cases(
             else:
                 calls = tuple(tuple(sources[i : i + batch]) for i in range(0, len(sources), batch))
                 new_tokens = settings.natural_max_new_tokens
+            text_calls = None
+            if texts is not None and not fixed:
+                text_calls = tuple(tuple(texts[i : i + batch]) for i in range(0, len(texts), batch))
             case_id = f"{group}-b{batch}-{search}"
-            cases.append(Case(case_id, group, batch, beams, fixed, new_tokens, calls, target))
+            cases.append(Case(case_id, group, batch, beams, fixed, new_tokens, calls, target, text_calls))
     return tuple(cases)

@@ -1,16 +1,18 @@
-"""The three engines behind one interface: load a model directory, generate token sequences for a batch.
+"""The three engines behind one interface: load a model directory, generate token sequences for a batch, or
+translate a batch of sentences text to text (each engine's own tokenizing and detokenizing counted).
 
 Each runner imports its engine when it is built, in the worker process that measures it, never before.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from enzh.tools.bench.settings import ENGINE_BY_ID, Case
+from enzh.tools.bench.settings import ENGINE_BY_ID, LANGUAGE_TOKEN, Case
 
 
 class Runner:
@@ -25,6 +27,11 @@ class Runner:
 
     def to_ids(self, hyps: list[list[Any]]) -> list[list[int]]:
         return [[int(t) for t in h] for h in hyps]
+
+    def translate(self, texts: Sequence[str], beams: int, new_tokens: int) -> list[tuple[str, int]]:
+        """Each English sentence's Chinese translation and the number of tokens generated for it (eos
+        included), at most ``new_tokens``; a Marian model's sentences (its target token added here)."""
+        raise NotImplementedError
 
 
 class EnzhRunner(Runner):
@@ -44,12 +51,16 @@ class EnzhRunner(Runner):
         hyps = self.translator.generate_ids(call, beam_size=beams, max_new_tokens=new_tokens, **extra)
         return [list(h.token_ids) for h in hyps]
 
+    def translate(self, texts: Sequence[str], beams: int, new_tokens: int) -> list[tuple[str, int]]:
+        found = self.translator.translate_detailed(texts, beam_size=beams, max_new_tokens=new_tokens)
+        return [(t.text, sum(len(part) for part in t.token_ids)) for t in found]
+
 
 class TorchRunner(Runner):
     def __init__(self, directory: str, threads: int, target: tuple[str, int] | None = None) -> None:
         import torch
         import transformers
-        from transformers import AutoModelForSeq2SeqLM
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(1)
@@ -57,6 +68,7 @@ class TorchRunner(Runner):
         self.torch = torch
         # The class config.json names (MarianMTModel, M2M100ForConditionalGeneration, ...).
         self.model = AutoModelForSeq2SeqLM.from_pretrained(directory, dtype=torch.float32).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(directory)
         self.target = target
         self.pad = int(self.model.config.pad_token_id)
         self.eos = int(self.model.config.eos_token_id)
@@ -83,6 +95,14 @@ class TorchRunner(Runner):
             )
         return [self._trim(row) for row in out[:, 1:].tolist()]  # drop the decoder start token
 
+    def translate(self, texts: Sequence[str], beams: int, new_tokens: int) -> list[tuple[str, int]]:
+        batch = self.tokenizer([f"{LANGUAGE_TOKEN} {t}" for t in texts], return_tensors="pt", padding=True)
+        with self.torch.inference_mode():
+            out = self.model.generate(**batch, num_beams=beams, do_sample=False, max_new_tokens=new_tokens)
+        rows = [self._trim(row) for row in out[:, 1:].tolist()]
+        texts_out = self.tokenizer.batch_decode(rows, skip_special_tokens=True)
+        return [(text, len(row)) for text, row in zip(texts_out, rows, strict=True)]
+
     def _trim(self, row: list[int]) -> list[int]:
         """The tokens up to eos (included), without the padding of shorter beams."""
         tokens = []
@@ -96,10 +116,18 @@ class TorchRunner(Runner):
 
 
 class CT2Runner(Runner):
-    def __init__(self, directory: str, threads: int, compute_type: str, target: tuple[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        directory: str,
+        threads: int,
+        compute_type: str,
+        target: tuple[str, int] | None = None,
+        hf_dir: str | None = None,
+    ) -> None:
         import ctranslate2
 
         self.directory = Path(directory)
+        self.hf_dir = None if hf_dir is None else Path(hf_dir)  # its source.spm and target.spm: translate()
         self.target = target
         self.translator = ctranslate2.Translator(
             directory, device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1
@@ -120,6 +148,29 @@ class CT2Runner(Runner):
         )
         return [list(r.hypotheses[0]) for r in results]
 
+    def translate(self, texts: Sequence[str], beams: int, new_tokens: int) -> list[tuple[str, int]]:
+        source, target = self._pieces
+        # The Marian tokenizer's layout: target token, the sentence's pieces, eos.
+        tokens = [[LANGUAGE_TOKEN, *source.encode(t, out_type=str), "</s>"] for t in texts]
+        results = self.translator.translate_batch(
+            tokens, beam_size=beams, max_decoding_length=new_tokens, return_end_token=True, max_input_length=0
+        )
+        hyps = [r.hypotheses[0] for r in results]
+        return [(target.decode_pieces([t for t in h if t != "</s>"]), len(h)) for h in hyps]
+
+    @functools.cached_property
+    def _pieces(self) -> tuple[Any, Any]:
+        """The HF directory's SentencePiece models (source, target), loaded on first use."""
+        import sentencepiece
+
+        if self.hf_dir is None:
+            raise ValueError("translating text with CTranslate2 needs the HF directory's SentencePiece models")
+        source, target = (
+            sentencepiece.SentencePieceProcessor(model_file=str(self.hf_dir / name))
+            for name in ("source.spm", "target.spm")
+        )
+        return source, target
+
     def to_ids(self, hyps: list[list[Any]]) -> list[list[int]]:
         index = {t: i for i, t in enumerate(ct2_vocabulary(self.directory))}
         return [[index.get(t, -1) for t in h] for h in hyps]
@@ -133,13 +184,16 @@ def ct2_vocabulary(directory: Path) -> list[str]:
     return text.read_text(encoding="utf-8").splitlines()
 
 
-def make_runner(engine_id: str, directory: str, threads: int, target: tuple[str, int] | None = None) -> Runner:
+def make_runner(
+    engine_id: str, directory: str, threads: int, target: tuple[str, int] | None = None, hf_dir: str | None = None
+) -> Runner:
+    """``hf_dir``: the HF model the engine's directory was made from (CTranslate2 reads its tokenizer there)."""
     engine = ENGINE_BY_ID[engine_id]
     if engine.kind == "enzh":
         return EnzhRunner(directory, threads, target)
     if engine.kind == "torch":
         return TorchRunner(directory, threads, target)
-    return CT2Runner(directory, threads, engine.precision, target)
+    return CT2Runner(directory, threads, engine.precision, target, hf_dir)
 
 
 def job_calls(engine_id: str, case: Case, directory: Path) -> list[list[list[Any]]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from enzh.demo import HF_MODEL_DIR
 from enzh.runtime.default_model import DEMO_TEST_SET
-from enzh.tools.bench.cases import fixed_sources, forced_target, hf_vocab, make_cases, natural_sources
+from enzh.tools.bench.cases import fixed_sources, forced_target, hf_vocab, make_cases, natural_sources, natural_texts
 from enzh.tools.bench.engines import ct2_vocabulary
 from enzh.tools.bench.settings import (
     ENGINE_BY_ID,
@@ -346,8 +346,10 @@ def prepare_groups(
                 unavailable[engine] = "not run on the NLLB stand-in (it compares enzh fp32 and int8)"
         if group in FIXED_GROUPS:
             sources = fixed_sources(hf_dir, max(settings.batch_sizes), settings.source_tokens, settings.seed)
+            texts = None
         else:
-            sources = natural_sources(hf_dir, DEMO_TEST_SET, settings.natural_sentences)
-        cases = make_cases(group, sources, settings, forced_target(hf_dir))
+            texts = natural_texts(DEMO_TEST_SET, settings.natural_sentences)
+            sources = natural_sources(hf_dir, texts)
+        cases = make_cases(group, sources, settings, forced_target(hf_dir), texts)
         groups.append(ModelGroup(group, name, description, hf_dir, dirs, unavailable, cases))
     return groups

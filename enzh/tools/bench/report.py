@@ -141,8 +141,11 @@ def _group_intro(group: str, model: dict[str, Any], settings: dict[str, Any]) ->
         "",
         f"Model: {model['description']}. Each run translates the same {sentences} "
         "sentences (`enzh/runtime/assets/demo/test.tsv`, in file order) in calls of the given batch size; every "
-        f"engine stops at eos (at most {settings['natural_max_new_tokens']} new tokens). "
-        "*Same as PyTorch* is the share of outputs whose token ids equal transformers' output "
+        f"engine stops at eos (at most {settings['natural_max_new_tokens']} new tokens). Text in, text out: "
+        "each call's time includes the engine's tokenizing and detokenizing (enzh `translate_detailed()`; "
+        "transformers' MarianTokenizer, `generate()` and `batch_decode()`; CTranslate2 with the model's "
+        "SentencePiece models, `translate_batch()` and `decode_pieces()`). "
+        "*Same as PyTorch* is the share of translations equal to transformers' text "
         "(CTranslate2's beam search scores and stops differently, so its beam outputs may differ).",
         "",
         f"Milliseconds for all {sentences} sentences:",

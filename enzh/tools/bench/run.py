@@ -136,7 +136,7 @@ def _run_engine(
         cases = [c for g in members for c in g.cases]
         for batch in [cases] if settings.isolate == "engine" else [[c] for c in cases]:
             log(f"{engine.id}: {', '.join(c.id for c in batch)} ...")
-            out = run_worker(engine, directory, batch, settings, workdir)
+            out = run_worker(engine, directory, batch, settings, workdir, members[0].hf_dir)
             load = {k: out[k] for k in LOAD_KEYS if k in out}
             if "load_s" in load:
                 for group in members:

@@ -104,6 +104,9 @@ class Case:
     calls: tuple[tuple[tuple[int, ...], ...], ...]  # each call: one batch of source id lists (eos-terminated)
     # The target-language code forced as the first generated token (the nllb group: (code, id)), else None.
     target: tuple[str, int] | None = None
+    # Natural cases: each call's sentences. Every engine then translates text to text (its tokenizer and
+    # detokenizer inside the timed call); None: ids in, ids out.
+    texts: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def label(self) -> str:
@@ -124,6 +127,7 @@ class Case:
             "sentences": len(lengths),
             "source_tokens_min": min(lengths),
             "source_tokens_max": max(lengths),
+            "text": self.texts is not None,  # text in, text out (tokenizing counted), else ids in, ids out
         }
 
 

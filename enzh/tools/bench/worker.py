@@ -41,26 +41,31 @@ def _count_tokens(case: dict[str, Any], hyps: list[list[Any]]) -> int:
 
 
 def measure(runner: Runner, case: dict[str, Any], repeats: int, warmup: int) -> dict[str, Any]:
-    """``warmup`` untimed and ``repeats`` timed runs of every call of ``case``; its raw times and outputs."""
+    """``warmup`` untimed and ``repeats`` timed runs of every call of ``case``; its raw times and outputs (token
+    ids, or for a case with texts the translations)."""
     beams, new_tokens, fixed = case["beams"], case["new_tokens"], case["fixed"]
-    calls = case["calls"]
+    texts = case.get("texts")
     scope = "case" if reset_peak_rss() else "process"
 
-    def run_all() -> tuple[float, list[list[Any]]]:
+    def run_all() -> tuple[float, list[Any], int]:
         start = time.perf_counter()
-        hyps = [h for call in calls for h in runner.generate(call, beams, new_tokens, fixed)]
-        return time.perf_counter() - start, hyps
+        if texts is not None:  # text in, text out: the engine's tokenizing and detokenizing timed too
+            found = [t for call in texts for t in runner.translate(call, beams, new_tokens)]
+            seconds = time.perf_counter() - start
+            return seconds, [text for text, _ in found], sum(count for _, count in found)
+        hyps = [h for call in case["calls"] for h in runner.generate(call, beams, new_tokens, fixed)]
+        seconds = time.perf_counter() - start
+        return seconds, runner.to_ids(hyps), _count_tokens(case, hyps)
 
-    hyps: list[list[Any]] = []
+    outputs: list[Any] = []
     for _ in range(warmup):
-        _, hyps = run_all()
-        _count_tokens(case, hyps)
+        _, outputs, _ = run_all()
     times: list[float] = []
     tokens: list[int] = []
     for _ in range(repeats):
-        seconds, hyps = run_all()
+        seconds, outputs, count = run_all()
         times.append(seconds)
-        tokens.append(_count_tokens(case, hyps))
+        tokens.append(count)
     return {
         "case": case["id"],
         "status": "ok",
@@ -69,7 +74,7 @@ def measure(runner: Runner, case: dict[str, Any], repeats: int, warmup: int) -> 
         "exact_length": True if fixed else None,
         "peak_rss_mib": peak_rss_mib(),
         "rss_scope": scope,
-        "outputs": runner.to_ids(hyps),
+        "outputs": outputs,
     }
 
 
@@ -79,7 +84,9 @@ def worker_main(job_path: str, out_path: str) -> int:
     t0 = float(job["t0"])  # the parent's clock just before it started this process
     load_start = load_average()
     target = job.get("target")
-    runner = make_runner(job["engine"], job["model_dir"], job["threads"], None if target is None else tuple(target))
+    runner = make_runner(
+        job["engine"], job["model_dir"], job["threads"], None if target is None else tuple(target), job.get("hf_dir")
+    )
     loaded = time.time()
     rss_loaded = rss_mib()
     first = job["cases"][0]
@@ -124,14 +131,21 @@ def _tail(text: str, lines: int = 8) -> str:
 
 
 def run_worker(
-    engine: Engine, directory: Path, cases: Sequence[Case], settings: BenchSettings, workdir: Path
+    engine: Engine,
+    directory: Path,
+    cases: Sequence[Case],
+    settings: BenchSettings,
+    workdir: Path,
+    hf_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Start a fresh process for ``engine`` on ``cases``; its results, or an error entry for every case."""
+    """Start a fresh process for ``engine`` on ``cases``; its results, or an error entry for every case.
+    ``hf_dir``: the HF model ``directory`` was made from (its tokenizer, for the cases with texts)."""
     tag = f"{engine.id}-{cases[0].id}"
     job_path, out_path = workdir / f"{tag}.job.json", workdir / f"{tag}.out.json"
     job: dict[str, Any] = {
         "engine": engine.id,
         "model_dir": str(directory),
+        "hf_dir": None if hf_dir is None else str(hf_dir),
         "threads": settings.threads,
         "repeats": settings.repeats,
         "warmup": settings.warmup,
@@ -143,6 +157,7 @@ def run_worker(
                 "new_tokens": c.new_tokens,
                 "fixed": c.fixed,
                 "calls": job_calls(engine.id, c, directory),
+                "texts": c.texts,
             }
             for c in cases
         ],
