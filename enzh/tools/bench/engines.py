@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from enzh.tools.bench.settings import ENGINE_BY_ID, LANGUAGE_TOKEN, Case
+from enzh.tools.bench.settings import ENGINE_BY_ID, LANGUAGE_TOKEN, BenchError, Case
 
 
 class Runner:
@@ -68,7 +68,7 @@ class TorchRunner(Runner):
         self.torch = torch
         # The class config.json names (MarianMTModel, M2M100ForConditionalGeneration, ...).
         self.model = AutoModelForSeq2SeqLM.from_pretrained(directory, dtype=torch.float32).eval()
-        self.tokenizer = AutoTokenizer.from_pretrained(directory)
+        self.hf_tokenizer = AutoTokenizer.from_pretrained(directory)
         self.target = target
         self.pad = int(self.model.config.pad_token_id)
         self.eos = int(self.model.config.eos_token_id)
@@ -96,11 +96,11 @@ class TorchRunner(Runner):
         return [self._trim(row) for row in out[:, 1:].tolist()]  # drop the decoder start token
 
     def translate(self, texts: Sequence[str], beams: int, new_tokens: int) -> list[tuple[str, int]]:
-        batch = self.tokenizer([f"{LANGUAGE_TOKEN} {t}" for t in texts], return_tensors="pt", padding=True)
+        batch = self.hf_tokenizer([f"{LANGUAGE_TOKEN} {t}" for t in texts], return_tensors="pt", padding=True)
         with self.torch.inference_mode():
             out = self.model.generate(**batch, num_beams=beams, do_sample=False, max_new_tokens=new_tokens)
         rows = [self._trim(row) for row in out[:, 1:].tolist()]
-        texts_out = self.tokenizer.batch_decode(rows, skip_special_tokens=True)
+        texts_out = self.hf_tokenizer.batch_decode(rows, skip_special_tokens=True)
         return [(text, len(row)) for text, row in zip(texts_out, rows, strict=True)]
 
     def _trim(self, row: list[int]) -> list[int]:
@@ -164,7 +164,7 @@ class CT2Runner(Runner):
         import sentencepiece
 
         if self.hf_dir is None:
-            raise ValueError("translating text with CTranslate2 needs the HF directory's SentencePiece models")
+            raise BenchError("translating text with CTranslate2 needs the HF directory's SentencePiece models")
         source, target = (
             sentencepiece.SentencePieceProcessor(model_file=str(self.hf_dir / name))
             for name in ("source.spm", "target.spm")
