@@ -172,9 +172,9 @@ def _ct2_directory() -> Path:
 def _sources(count: int) -> list[list[int]]:
     from enzh.demo import HF_MODEL_DIR
     from enzh.runtime.default_model import DEMO_TEST_SET
-    from enzh.tools.bench.cases import natural_sources
+    from enzh.tools.bench.cases import natural_sources, natural_texts
 
-    return [list(s) for s in natural_sources(HF_MODEL_DIR, DEMO_TEST_SET, count)]
+    return [list(s) for s in natural_sources(HF_MODEL_DIR, natural_texts(DEMO_TEST_SET, count))]
 
 
 def _run_child(config: str, ct2_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
