@@ -87,13 +87,9 @@ def fixed_sources(hf_dir: Path, count: int, length: int, seed: int) -> list[tupl
 
 def natural_texts(test_tsv: Path, count: int) -> list[str]:
     """The first ``count`` English sentences of a ``english<TAB>chinese`` test file."""
-    english = []
-    with open(test_tsv, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                english.append(line.split("\t", 1)[0].strip())
-            if len(english) == count:
-                break
+    from enzh.demo.corpus import read_tsv
+
+    english = [en for en, _ in read_tsv(test_tsv)[:count]]
     if len(english) < count:
         raise BenchError(f"{test_tsv} has {len(english)} sentences, fewer than the {count} asked for")
     return english

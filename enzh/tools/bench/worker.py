@@ -54,8 +54,7 @@ def measure(runner: Runner, case: dict[str, Any], repeats: int, warmup: int) -> 
             seconds = time.perf_counter() - start
             return seconds, [text for text, _ in found], sum(count for _, count in found)
         hyps = [h for call in case["calls"] for h in runner.generate(call, beams, new_tokens, fixed)]
-        seconds = time.perf_counter() - start
-        return seconds, runner.to_ids(hyps), _count_tokens(case, hyps)
+        return time.perf_counter() - start, hyps, _count_tokens(case, hyps)
 
     outputs: list[Any] = []
     for _ in range(warmup):
@@ -74,7 +73,7 @@ def measure(runner: Runner, case: dict[str, Any], repeats: int, warmup: int) -> 
         "exact_length": True if fixed else None,
         "peak_rss_mib": peak_rss_mib(),
         "rss_scope": scope,
-        "outputs": outputs,
+        "outputs": outputs if texts is not None else runner.to_ids(outputs),
     }
 
 
