@@ -10,7 +10,12 @@ are Chinese (the zh->en demo's held-out sentences, sent with ``"target": "en"``)
 of both directions at once. ``--modes`` picks the servers started (``--batching-mode`` of each; default all
 three, one after another, on the same model). Reports throughput (requests and sentences per second), latency
 percentiles, errors, the ratio of the p99 under load to the median latency of a single request on an idle
-server, and the same for the one-sentence requests alone. Timings are reported, never asserted.
+server, and the same for the one-sentence requests alone; for those also their *slowdown*: each one's latency
+under load against the same request's median latency alone, whose p99 is reported. ``--rounds N`` runs the modes
+N times, the order reversed every other round (each mode a fresh server every round), and ends with a table of
+each round's continuous against dynamic figures and their medians. With the servers it starts, it also reports the
+CPU the server process used during the load (cores, and CPU ms per translated sentence; Linux), beside the CPU of
+its own clients, which share the machine. Timings are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import random
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -52,6 +58,12 @@ class Result:
     one_alone_ms: float = float("nan")
     one_p50_ms: float = float("nan")
     one_p99_ms: float = float("nan")
+    # The p99 of their slowdowns: each one's latency under load / the same request's median latency alone.
+    one_slowdown_p99: float = float("nan")
+    round_no: int = 1
+    # CPU seconds used during the load: by the server process (NaN: not known, e.g. --url) and by these clients.
+    server_cpu_s: float = float("nan")
+    client_cpu_s: float = float("nan")
 
     @property
     def requests_per_s(self) -> float:
@@ -69,6 +81,14 @@ class Result:
     def one_ratio(self) -> float:
         return self.one_p99_ms / self.one_alone_ms if self.one_alone_ms else float("nan")
 
+    @property
+    def server_cores(self) -> float:
+        return self.server_cpu_s / self.seconds
+
+    @property
+    def server_cpu_ms_per_sentence(self) -> float:
+        return self.server_cpu_s * 1000 / self.sentences if self.sentences else float("nan")
+
     def row(self) -> str:
         def ms(value: float) -> str:  # a cell without samples (every request failed, none of one sentence)
             return "—" if math.isnan(value) else f"{value:.0f}"
@@ -76,19 +96,35 @@ class Result:
         def ratio(value: float) -> str:
             return "—" if math.isnan(value) else f"{value:.1f}x"
 
+        def cores(value: float) -> str:
+            return "—" if math.isnan(value) else f"{value:.2f}"
+
         return (
             f"| {self.mode} | {self.clients} | {self.requests_per_s:.1f} | {self.sentences_per_s:.1f} | "
             f"{ms(self.p50_ms)} | {ms(self.p95_ms)} | {ms(self.p99_ms)} | {ms(self.single_p50_ms)} | "
             f"{ratio(self.p99_ratio)} | {ms(self.one_alone_ms)} | {ms(self.one_p50_ms)} | {ms(self.one_p99_ms)} | "
-            f"{ratio(self.one_ratio)} | {self.errors} |"
+            f"{ratio(self.one_ratio)} | {ratio(self.one_slowdown_p99)} | {self.errors} | "
+            f"{cores(self.server_cores)} | {cores(self.client_cpu_s / self.seconds)} | "
+            f"{cores(self.server_cpu_ms_per_sentence)} |"
         )
 
 
 HEADER = (
     "| mode | clients | requests/s | sentences/s | p50 ms | p95 ms | p99 ms | single-request p50 ms "
     "| p99 / single | 1-sentence alone ms | 1-sentence p50 ms | 1-sentence p99 ms | 1-sentence p99 / alone "
-    "| errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| 1-sentence p99 slowdown | errors | server CPU cores | client CPU cores | server CPU ms / sentence |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all its threads (Linux's /proc; NaN elsewhere)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return float("nan")
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
 
 
 MIXES = ("en", "both")  # English requests only; English and Chinese requests, half each
@@ -157,11 +193,11 @@ def _payload(request: Request, beam: int | None) -> dict[str, Any]:
 
 async def _load(
     url: str, requests: list[Request], beam: int | None, clients: int, seconds: float
-) -> tuple[list[float], int, dict[str, int], float, list[float]]:
+) -> tuple[list[float], int, dict[str, int], float, list[tuple[Request, float]]]:
     import httpx
 
     latencies: list[float] = []
-    one: list[float] = []  # the one-sentence requests' latencies
+    one: list[tuple[Request, float]] = []  # the one-sentence requests, with their latencies
     statuses: dict[str, int] = {}
     sentences = 0
     stop_at = time.perf_counter() + seconds
@@ -184,7 +220,7 @@ async def _load(
                 latencies.append((time.perf_counter() - start) * 1000)
                 sentences += request.sentences
                 if request.sentences == 1:
-                    one.append(latencies[-1])
+                    one.append((request, latencies[-1]))
             elif status == "429":
                 await asyncio.sleep(0.05)
 
@@ -201,12 +237,14 @@ def single_latencies(url: str, beam: int | None, n: int = 30, mix: str = "en", l
     return asyncio.run(_single(url, requests, beam, n))
 
 
-def one_sentence_latencies(
-    url: str, beam: int | None, n: int = 30, mix: str = "en", lengths: str = "short"
-) -> list[float]:
-    """Latencies of ``n`` one-sentence requests of the workload, sent one after another to an idle server."""
-    requests = [r for r in workload(mix=mix, lengths=lengths) if r.sentences == 1]
-    return asyncio.run(_single(url, requests, beam, n))
+def one_sentence_alone(
+    url: str, beam: int | None, times: int = 3, mix: str = "en", lengths: str = "short"
+) -> dict[Request, float]:
+    """Every distinct one-sentence request of the workload, with its median latency over ``times`` runs, sent one
+    after another to an idle server (what the load's one-sentence latencies are compared with)."""
+    distinct = list(dict.fromkeys(r for r in workload(mix=mix, lengths=lengths) if r.sentences == 1))
+    runs = [asyncio.run(_single(url, distinct, beam, len(distinct))) for _ in range(times)]
+    return {request: statistics.median(run[i] for run in runs) for i, request in enumerate(distinct)}
 
 
 def measure(
@@ -218,10 +256,18 @@ def measure(
     single: list[float],
     mix: str = "en",
     lengths: str = "short",
-    one_alone: list[float] | None = None,
+    one_alone: dict[Request, float] | None = None,
+    round_no: int = 1,
+    server_pid: int | None = None,
 ) -> Result:
+    server_before = process_cpu_seconds(server_pid) if server_pid is not None else float("nan")
+    client_before = sum(os.times()[:2])
     found = asyncio.run(_load(url, workload(mix=mix, lengths=lengths), beam, clients, seconds))
+    client_cpu = sum(os.times()[:2]) - client_before
+    server_cpu = process_cpu_seconds(server_pid) - server_before if server_pid is not None else float("nan")
     latencies, sentences, statuses, elapsed, one = found
+    alone = one_alone or {}
+    slowdowns = [latency / alone[request] for request, latency in one if request in alone]
     return Result(
         mode=mode,
         clients=clients,
@@ -234,10 +280,55 @@ def measure(
         p50_ms=percentile(latencies, 0.50),
         p95_ms=percentile(latencies, 0.95),
         p99_ms=percentile(latencies, 0.99),
-        one_alone_ms=percentile(one_alone, 0.50) if one_alone else float("nan"),
-        one_p50_ms=percentile(one, 0.50) if one else float("nan"),
-        one_p99_ms=percentile(one, 0.99) if one else float("nan"),
+        one_alone_ms=percentile(list(alone.values()), 0.50),
+        one_p50_ms=percentile([latency for _, latency in one], 0.50),
+        one_p99_ms=percentile([latency for _, latency in one], 0.99),
+        one_slowdown_p99=percentile(slowdowns, 0.99),
+        round_no=round_no,
+        server_cpu_s=server_cpu,
+        client_cpu_s=client_cpu,
     )
+
+
+def pair_table(results: list[Result]) -> str:
+    """Continuous against dynamic batching, round by round at each client count, and the medians over the rounds
+    (empty unless both modes ran)."""
+    by = {(r.mode, r.clients, r.round_no): r for r in results}
+    cont, dyn = MODE_NAMES["continuous"], MODE_NAMES["dynamic"]
+    lines = [
+        "| clients | round | continuous sentences/s | dynamic sentences/s | ratio | 1-sentence p99 / alone, "
+        "continuous | dynamic | 1-sentence p99 slowdown, continuous | dynamic |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def cells(values: list[float]) -> str:
+        rate_c, rate_d, *ratios = values
+        shown = ["—" if math.isnan(v) else f"{v:.2f}x" if i == 0 else f"{v:.1f}x" for i, v in enumerate(ratios)]
+        return f"{rate_c:.1f} | {rate_d:.1f} | " + " | ".join(shown)
+
+    for clients in dict.fromkeys(r.clients for r in results):
+        rows = []
+        for round_no in sorted({r.round_no for r in results}):
+            c, d = by.get((cont, clients, round_no)), by.get((dyn, clients, round_no))
+            if c is None or d is None:
+                continue
+            rows.append(
+                [
+                    c.sentences_per_s,
+                    d.sentences_per_s,
+                    c.sentences_per_s / d.sentences_per_s if d.sentences else float("nan"),
+                    c.one_ratio,
+                    d.one_ratio,
+                    c.one_slowdown_p99,
+                    d.one_slowdown_p99,
+                ]
+            )
+            lines.append(f"| {clients} | {round_no} | {cells(rows[-1])} |")
+        if len(rows) > 1:
+            lines.append(
+                f"| {clients} | median | {cells([statistics.median(col) for col in zip(*rows, strict=True)])} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def free_port() -> int:
@@ -312,8 +403,16 @@ def main(argv: list[str] | None = None) -> int:
         default="mixed",
         help="mixed: 1-8 sentences a request, a quarter of them long (default); short: 1-4 held-out sentences",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the modes this many times, the order reversed every other round, fresh servers each (default 1)",
+    )
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be >= 1, got {args.rounds}")
 
     counts = [int(c) for c in str(args.clients).split(",") if c.strip()]
     modes = [m.strip() for m in str(args.modes).split(",") if m.strip()]
@@ -322,25 +421,32 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--modes: unknown {', '.join(unknown)}; choose among {', '.join(MODES)}")
     results = []
 
-    def run_all(url: str, mode: str) -> None:
+    def run_all(url: str, mode: str, round_no: int, pid: int | None = None) -> None:
         single = single_latencies(url, args.beam_size, mix=args.mix, lengths=args.lengths)
-        one = one_sentence_latencies(url, args.beam_size, mix=args.mix, lengths=args.lengths)
+        one = one_sentence_alone(url, args.beam_size, mix=args.mix, lengths=args.lengths)
         for clients in counts:
             results.append(
-                measure(url, mode, clients, args.seconds, args.beam_size, single, args.mix, args.lengths, one)
+                measure(
+                    url, mode, clients, args.seconds, args.beam_size, single, args.mix, args.lengths, one, round_no, pid
+                )
             )
-            print(f"{mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
+            print(f"round {round_no}, {mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
 
-    if args.url:
-        run_all(args.url.rstrip("/"), "given server")
-    else:
+    for round_no in range(1, args.rounds + 1):
+        if args.url:
+            run_all(args.url.rstrip("/"), "given server", round_no)
+            continue
         base = ["--threads", str(args.threads)] + (["--model", args.model] if args.model else [])
-        for mode in modes:
+        for mode in modes if round_no % 2 else modes[::-1]:
             with _Server([*base, "--batching-mode", mode]) as server:
-                run_all(server.url, MODE_NAMES[mode])
+                run_all(server.url, MODE_NAMES[mode], round_no, server.proc.pid)
     print(HEADER)
     for result in results:
         print(result.row())
+    pairs = pair_table(results)
+    if pairs:
+        print()
+        print(pairs)
     if args.json:
         Path(args.json).write_text(
             json.dumps([asdict(r) | {"requests_per_s": r.requests_per_s} for r in results], indent=2) + "\n"

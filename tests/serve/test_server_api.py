@@ -3,6 +3,7 @@ sentence and paragraph handling, and 64 concurrent clients pooled into shared ba
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -14,6 +15,7 @@ from starlette.testclient import TestClient
 from enzh.runtime.segment import split_sentences
 from enzh.serve.options import ServeOptions
 from enzh.serve.service import Service
+from enzh.tools.server_bench import Result, pair_table
 
 
 @pytest.fixture(scope="module")
@@ -163,19 +165,68 @@ def test_batch_invariance_of_the_engine(demo_translator):
 
 
 def test_load_benchmark_reports_without_asserting_timings(demo_translator):
-    from enzh.tools.server_bench import HEADER, measure, single_latencies
+    from enzh.tools.server_bench import HEADER, measure, one_sentence_alone, single_latencies, workload
 
     with running(ServeOptions(), demo_translator) as server:
         single = single_latencies(server.url, 1, n=3)
-        result = measure(server.url, "dynamic batching", 4, 1.0, 1, single)
+        alone = one_sentence_alone(server.url, 1, times=1, lengths="mixed")
+        # every distinct one-sentence request of the workload, timed alone
+        assert set(alone) == {r for r in workload(lengths="mixed") if r.sentences == 1}
+        # (the server runs in this process: /proc's count of its CPU and os.times() agree to a clock tick or two)
+        result = measure(
+            server.url, "dynamic batching", 4, 1.0, 1, single, lengths="mixed", one_alone=alone, server_pid=os.getpid()
+        )
+        assert result.client_cpu_s > 0 and result.server_cpu_s == pytest.approx(result.client_cpu_s, abs=0.021)
         assert result.requests > 0 and result.errors == 0 and result.sentences >= result.requests
         assert result.row().count("|") == HEADER.splitlines()[0].count("|")
+        assert result.one_slowdown_p99 > 0  # a number (NaN compares False) when one-sentence requests ran
         assert httpx.post(f"{server.url}/v1/translate", json={"text": SENTENCES[0]}).status_code == 200
 
 
 def test_load_benchmark_row_marks_cells_without_samples():
-    from enzh.tools.server_bench import Result
-
     # Every one-sentence request timed out: its cells say so instead of printing "nan".
     result = Result("single", 64, 10.0, 20, 90, 52, {"200": 20, "504": 52}, 1053.0, 12944.0, 28521.0, 29481.0, 278.0)
-    assert result.row() == ("| single | 64 | 2.0 | 9.0 | 12944 | 28521 | 29481 | 1053 | 28.0x | 278 | — | — | — | 52 |")
+    assert result.row() == (
+        "| single | 64 | 2.0 | 9.0 | 12944 | 28521 | 29481 | 1053 | 28.0x | 278 | — | — | — | — | 52 | — | — | — |"
+    )
+
+
+def _bench_result(mode: str, round_no: int, sentences: int, one_p99_ms: float, slowdown: float) -> Result:
+    return Result(
+        mode,
+        16,
+        10.0,
+        sentences // 4,
+        sentences,
+        0,
+        {"200": sentences // 4},
+        20.0,
+        100.0,
+        200.0,
+        300.0,
+        one_alone_ms=10.0,
+        one_p50_ms=15.0,
+        one_p99_ms=one_p99_ms,
+        one_slowdown_p99=slowdown,
+        round_no=round_no,
+    )
+
+
+def test_load_benchmark_pairs_continuous_and_dynamic_round_by_round():
+    results = [
+        _bench_result("continuous batching", 1, 5000, 40.0, 3.0),
+        _bench_result("dynamic batching", 1, 4000, 150.0, 12.0),
+        _bench_result("one request at a time", 1, 1000, 400.0, 30.0),
+        _bench_result("dynamic batching", 2, 5000, 160.0, 13.0),
+        _bench_result("continuous batching", 2, 5000, 60.0, 4.0),
+        _bench_result("continuous batching", 3, 6000, 50.0, 3.5),
+        _bench_result("dynamic batching", 3, 4000, 170.0, 14.0),
+    ]
+    assert pair_table(results).splitlines()[2:] == [
+        "| 16 | 1 | 500.0 | 400.0 | 1.25x | 4.0x | 15.0x | 3.0x | 12.0x |",
+        "| 16 | 2 | 500.0 | 500.0 | 1.00x | 6.0x | 16.0x | 4.0x | 13.0x |",
+        "| 16 | 3 | 600.0 | 400.0 | 1.50x | 5.0x | 17.0x | 3.5x | 14.0x |",
+        "| 16 | median | 500.0 | 400.0 | 1.25x | 5.0x | 16.0x | 3.5x | 13.0x |",
+    ]
+    # without both modes there is nothing to pair
+    assert pair_table([r for r in results if r.mode != "dynamic batching"]) == ""
