@@ -86,6 +86,10 @@ class Result:
         return self.server_cpu_s / self.seconds
 
     @property
+    def client_cores(self) -> float:
+        return self.client_cpu_s / self.seconds
+
+    @property
     def server_cpu_ms_per_sentence(self) -> float:
         return self.server_cpu_s * 1000 / self.sentences if self.sentences else float("nan")
 
@@ -93,18 +97,15 @@ class Result:
         def ms(value: float) -> str:  # a cell without samples (every request failed, none of one sentence)
             return "—" if math.isnan(value) else f"{value:.0f}"
 
-        def ratio(value: float) -> str:
-            return "—" if math.isnan(value) else f"{value:.1f}x"
-
         def cores(value: float) -> str:
             return "—" if math.isnan(value) else f"{value:.2f}"
 
         return (
             f"| {self.mode} | {self.clients} | {self.requests_per_s:.1f} | {self.sentences_per_s:.1f} | "
             f"{ms(self.p50_ms)} | {ms(self.p95_ms)} | {ms(self.p99_ms)} | {ms(self.single_p50_ms)} | "
-            f"{ratio(self.p99_ratio)} | {ms(self.one_alone_ms)} | {ms(self.one_p50_ms)} | {ms(self.one_p99_ms)} | "
-            f"{ratio(self.one_ratio)} | {ratio(self.one_slowdown_p99)} | {self.errors} | "
-            f"{cores(self.server_cores)} | {cores(self.client_cpu_s / self.seconds)} | "
+            f"{ratio_cell(self.p99_ratio)} | {ms(self.one_alone_ms)} | {ms(self.one_p50_ms)} | {ms(self.one_p99_ms)} | "
+            f"{ratio_cell(self.one_ratio)} | {ratio_cell(self.one_slowdown_p99)} | {self.errors} | "
+            f"{cores(self.server_cores)} | {cores(self.client_cores)} | "
             f"{cores(self.server_cpu_ms_per_sentence)} |"
         )
 
@@ -115,6 +116,11 @@ HEADER = (
     "| 1-sentence p99 slowdown | errors | server CPU cores | client CPU cores | server CPU ms / sentence |\n"
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
+
+
+def ratio_cell(value: float, digits: int = 1) -> str:
+    """A ratio cell: ``1.5x``, or "—" for a ratio without samples."""
+    return "—" if math.isnan(value) else f"{value:.{digits}f}x"
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -256,6 +262,7 @@ def measure(
     single: list[float],
     mix: str = "en",
     lengths: str = "short",
+    *,
     one_alone: dict[Request, float] | None = None,
     round_no: int = 1,
     server_pid: int | None = None,
@@ -302,9 +309,8 @@ def pair_table(results: list[Result]) -> str:
     ]
 
     def cells(values: list[float]) -> str:
-        rate_c, rate_d, *ratios = values
-        shown = ["—" if math.isnan(v) else f"{v:.2f}x" if i == 0 else f"{v:.1f}x" for i, v in enumerate(ratios)]
-        return f"{rate_c:.1f} | {rate_d:.1f} | " + " | ".join(shown)
+        rate_c, rate_d, ratio, *per_sentence = values
+        return f"{rate_c:.1f} | {rate_d:.1f} | {ratio_cell(ratio, 2)} | " + " | ".join(map(ratio_cell, per_sentence))
 
     for clients in dict.fromkeys(r.clients for r in results):
         rows = []
@@ -427,7 +433,17 @@ def main(argv: list[str] | None = None) -> int:
         for clients in counts:
             results.append(
                 measure(
-                    url, mode, clients, args.seconds, args.beam_size, single, args.mix, args.lengths, one, round_no, pid
+                    url,
+                    mode,
+                    clients,
+                    args.seconds,
+                    args.beam_size,
+                    single,
+                    args.mix,
+                    args.lengths,
+                    one_alone=one,
+                    round_no=round_no,
+                    server_pid=pid,
                 )
             )
             print(f"round {round_no}, {mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
