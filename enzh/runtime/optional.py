@@ -22,6 +22,7 @@ EXTRAS = {
     "uvicorn": "serve",
     "prometheus_client": "serve",
     "httpx": "serve",
+    "aiohttp": "serve",
     "multipart": "serve",
     "python_multipart": "serve",
     "py3langid": "serve",

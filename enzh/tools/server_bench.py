@@ -15,7 +15,8 @@ under load against the same request's median latency alone, whose p99 is reporte
 N times, the order reversed every other round (each mode a fresh server every round), and ends with a table of
 each round's continuous against dynamic figures and their medians. With the servers it starts, it also reports the
 CPU the server process used during the load (cores, and CPU ms per translated sentence; Linux), beside the CPU of
-its own clients, which share the machine. Timings are reported, never asserted.
+its own clients (aiohttp, light on the CPU), which share the machine. ``--server-flags="..."`` adds `enzh serve`
+flags to the servers it starts (e.g. ``--server-flags="--express-rows 0"``). Timings are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import math
 import os
 import random
+import shlex
 import signal
 import socket
 import statistics
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from enzh.runtime.default_model import DEMO_TEST_SET, DEMO_ZH_EN_DIR
+from enzh.runtime.optional import import_optional
 from enzh.tools.stats import percentile
 
 
@@ -176,16 +179,22 @@ def workload(seed: int = 0, mix: str = "en", lengths: str = "short") -> list[Req
 
 
 async def _single(url: str, requests: list[Request], beam: int | None, n: int) -> list[float]:
-    import httpx
-
+    aiohttp = _aiohttp()
     latencies = []
-    async with httpx.AsyncClient(base_url=url, timeout=300) as client:
+    async with aiohttp.ClientSession(url, timeout=aiohttp.ClientTimeout(total=300)) as client:
         for request in requests[:n]:
             start = time.perf_counter()
-            response = await client.post("/v1/translate", json=_payload(request, beam))
-            response.raise_for_status()
+            async with client.post("/v1/translate", json=_payload(request, beam)) as response:
+                await response.read()
+                response.raise_for_status()
             latencies.append((time.perf_counter() - start) * 1000)
     return latencies
+
+
+def _aiohttp() -> Any:
+    """aiohttp, the load's HTTP client: at about 100 requests/s its clients take under 0.1 of a core, where httpx's
+    took 0.16 to 0.25 (docs/server.md), CPU taken from the server when they share its cores."""
+    return import_optional("aiohttp", "the load benchmark's clients")
 
 
 def _payload(request: Request, beam: int | None) -> dict[str, Any]:
@@ -200,16 +209,14 @@ def _payload(request: Request, beam: int | None) -> dict[str, Any]:
 async def _load(
     url: str, requests: list[Request], beam: int | None, clients: int, seconds: float
 ) -> tuple[list[float], int, dict[str, int], float, list[tuple[Request, float]]]:
-    import httpx
-
+    aiohttp = _aiohttp()
     latencies: list[float] = []
     one: list[tuple[Request, float]] = []  # the one-sentence requests, with their latencies
     statuses: dict[str, int] = {}
     sentences = 0
     stop_at = time.perf_counter() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
-    async def client_loop(index: int, client: httpx.AsyncClient) -> None:
+    async def client_loop(index: int, client: Any) -> None:
         nonlocal sentences
         position = index * 37
         while time.perf_counter() < stop_at:
@@ -217,9 +224,10 @@ async def _load(
             position += 1
             start = time.perf_counter()
             try:
-                response = await client.post("/v1/translate", json=_payload(request, beam))
-                status = str(response.status_code)
-            except httpx.HTTPError as exc:
+                async with client.post("/v1/translate", json=_payload(request, beam)) as response:
+                    await response.read()
+                    status = str(response.status)
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 status = type(exc).__name__
             statuses[status] = statuses.get(status, 0) + 1
             if status == "200":
@@ -231,7 +239,8 @@ async def _load(
                 await asyncio.sleep(0.05)
 
     started = time.perf_counter()
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(url, connector=connector, timeout=aiohttp.ClientTimeout(total=300)) as client:
         await asyncio.gather(*(client_loop(i, client) for i in range(clients)))
     return latencies, sentences, statuses, time.perf_counter() - started, one
 
@@ -415,10 +424,20 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="run the modes this many times, the order reversed every other round, fresh servers each (default 1)",
     )
+    parser.add_argument(
+        "--server-flags",
+        default="",
+        metavar="FLAGS",
+        help='more `enzh serve` flags for the servers started here, in one string: --server-flags="--express-rows 0"',
+    )
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
+    if args.url and args.server_flags:
+        parser.error(
+            "--server-flags sets up the servers started here; a server given with --url runs as it was started"
+        )
 
     counts = [int(c) for c in str(args.clients).split(",") if c.strip()]
     modes = [m.strip() for m in str(args.modes).split(",") if m.strip()]
@@ -453,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
             run_all(args.url.rstrip("/"), "given server", round_no)
             continue
         base = ["--threads", str(args.threads)] + (["--model", args.model] if args.model else [])
+        base += shlex.split(args.server_flags)
         for mode in modes if round_no % 2 else modes[::-1]:
             with _Server([*base, "--batching-mode", mode]) as server:
                 run_all(server.url, MODE_NAMES[mode], round_no, server.proc.pid)

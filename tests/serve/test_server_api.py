@@ -230,3 +230,29 @@ def test_load_benchmark_pairs_continuous_and_dynamic_round_by_round():
     ]
     # without both modes there is nothing to pair
     assert pair_table([r for r in results if r.mode != "dynamic batching"]) == ""
+
+
+def test_load_benchmark_passes_server_flags_to_the_servers_it_starts(monkeypatch, capsys):
+    from enzh.tools import server_bench
+
+    started: list[list[str]] = []
+
+    class Refused(Exception):
+        pass
+
+    class NoServer:
+        def __init__(self, extra: list[str]) -> None:
+            started.append(extra)
+            raise Refused
+
+    monkeypatch.setattr(server_bench, "_Server", NoServer)
+    with pytest.raises(Refused):
+        server_bench.main(["--modes", "continuous", "--server-flags=--express-rows 0 --gather-units 16"])
+    assert started == [
+        ["--threads", "0", "--express-rows", "0", "--gather-units", "16", "--batching-mode", "continuous"]
+    ]
+    # a server given by its URL runs as it was started: the flags would be ignored, so they are refused
+    with pytest.raises(SystemExit) as exit_info:
+        server_bench.main(["--url", "http://127.0.0.1:1", "--server-flags=--express-rows 0"])
+    assert exit_info.value.code == 2
+    assert "--server-flags sets up the servers started here" in capsys.readouterr().err
