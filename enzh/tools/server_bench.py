@@ -438,6 +438,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             "--server-flags sets up the servers started here; a server given with --url runs as it was started"
         )
+    try:
+        server_flags = shlex.split(args.server_flags)
+    except ValueError as exc:  # an unclosed quote
+        parser.error(f"--server-flags: {exc} in {args.server_flags!r}; quote as in a shell")
 
     counts = [int(c) for c in str(args.clients).split(",") if c.strip()]
     modes = [m.strip() for m in str(args.modes).split(",") if m.strip()]
@@ -472,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
             run_all(args.url.rstrip("/"), "given server", round_no)
             continue
         base = ["--threads", str(args.threads)] + (["--model", args.model] if args.model else [])
-        base += shlex.split(args.server_flags)
+        base += server_flags
         for mode in modes if round_no % 2 else modes[::-1]:
             with _Server([*base, "--batching-mode", mode]) as server:
                 run_all(server.url, MODE_NAMES[mode], round_no, server.proc.pid)

@@ -256,3 +256,6 @@ def test_load_benchmark_passes_server_flags_to_the_servers_it_starts(monkeypatch
         server_bench.main(["--url", "http://127.0.0.1:1", "--server-flags=--express-rows 0"])
     assert exit_info.value.code == 2
     assert "--server-flags sets up the servers started here" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        server_bench.main(["--server-flags=--glossary 'a b"])
+    assert '--server-flags: No closing quotation in "--glossary \'a b"' in capsys.readouterr().err
