@@ -100,7 +100,7 @@ class Result:
         def ms(value: float) -> str:  # a cell without samples (every request failed, none of one sentence)
             return "—" if math.isnan(value) else f"{value:.0f}"
 
-        def cores(value: float) -> str:
+        def hundredths(value: float) -> str:  # cores, and CPU ms a sentence (NaN: the server's CPU is not known)
             return "—" if math.isnan(value) else f"{value:.2f}"
 
         return (
@@ -108,8 +108,8 @@ class Result:
             f"{ms(self.p50_ms)} | {ms(self.p95_ms)} | {ms(self.p99_ms)} | {ms(self.single_p50_ms)} | "
             f"{ratio_cell(self.p99_ratio)} | {ms(self.one_alone_ms)} | {ms(self.one_p50_ms)} | {ms(self.one_p99_ms)} | "
             f"{ratio_cell(self.one_ratio)} | {ratio_cell(self.one_slowdown_p99)} | {self.errors} | "
-            f"{cores(self.server_cores)} | {cores(self.client_cores)} | "
-            f"{cores(self.server_cpu_ms_per_sentence)} |"
+            f"{hundredths(self.server_cores)} | {hundredths(self.client_cores)} | "
+            f"{hundredths(self.server_cpu_ms_per_sentence)} |"
         )
 
 
@@ -471,12 +471,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"round {round_no}, {mode}, {clients} clients: statuses {results[-1].statuses}", file=sys.stderr)
 
+    base = ["--threads", str(args.threads), *(["--model", args.model] if args.model else []), *server_flags]
     for round_no in range(1, args.rounds + 1):
         if args.url:
             run_all(args.url.rstrip("/"), "given server", round_no)
             continue
-        base = ["--threads", str(args.threads)] + (["--model", args.model] if args.model else [])
-        base += server_flags
         for mode in modes if round_no % 2 else modes[::-1]:
             with _Server([*base, "--batching-mode", mode]) as server:
                 run_all(server.url, MODE_NAMES[mode], round_no, server.proc.pid)
