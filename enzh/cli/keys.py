@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
     add.add_argument("--req-limit", type=int, metavar="N", help="requests/minute (default: the server's; 0 = none)")
     add.add_argument("--char-limit", type=int, metavar="N", help="characters/minute (default: the server's; 0 = none)")
     add.add_argument("--key", help="store this key instead of a new random one (e.g. one moved from elsewhere)")
-    remove.add_argument("key", nargs="?", help="the key, or its id")
+    remove.add_argument("key", nargs="?", help="the key, or its id (one that starts with '-' goes after `--`)")
     remove.add_argument("--name", help="remove every key with this name instead")
     p.set_defaults(run=run)
 

@@ -43,7 +43,10 @@ def hash_key(key: str) -> str:
 
 
 def new_key() -> str:
-    return secrets.token_urlsafe(32)
+    """32 random bytes, URL-safe base64; never with a leading '-', which a shell command would take for an option."""
+    while (key := secrets.token_urlsafe(32)).startswith("-"):
+        pass
+    return key
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import stat
 import pytest
 
 from enzh.cli.main import main
-from enzh.serve.keys import KeyStore
+from enzh.serve import keys as keys_module
+from enzh.serve.keys import KeyStore, new_key
 
 
 def keys(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -63,6 +64,21 @@ def test_the_store_holds_hashes_only_and_only_its_owner_reads_it(tmp_path, capsy
     for path in tmp_path.iterdir():  # nor in the WAL or anything SQLite wrote beside it
         assert b"my-own-secret-key-123" not in path.read_bytes()
     assert rows[0][0] == hashlib.sha256(b"my-own-secret-key-123").hexdigest()
+
+
+def test_a_new_key_never_starts_with_a_dash_and_one_that_does_is_removed_after_two_dashes(
+    tmp_path, capsys, monkeypatch
+):
+    draws = iter(["-starts-with-a-dash-" + "a" * 23, "Bstarts-with-a-letter-" + "b" * 21])
+    monkeypatch.setattr(keys_module.secrets, "token_urlsafe", lambda nbytes: next(draws))
+    assert (
+        new_key() == "Bstarts-with-a-letter-" + "b" * 21
+    )  # the first draw, which a shell would take for a flag, redrawn
+
+    db = str(tmp_path / "keys.db")
+    keys(capsys, "add", "--db", db, "--key=-moved-key-with-a-dash", "--name", "moved")
+    code, out, _ = keys(capsys, "remove", "--db", db, "--", "-moved-key-with-a-dash")
+    assert code == 0 and out.strip().endswith("moved")
 
 
 def test_remove_by_name_and_errors(tmp_path, capsys):
