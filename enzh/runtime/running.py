@@ -24,6 +24,7 @@ import numpy as np
 import onnxruntime as ort
 
 from enzh.runtime.batching import length_groups, pad_batch
+from enzh.runtime.beam_pool import BeamPool, pooled_beam
 from enzh.runtime.decoding import (
     Finished,
     Hypothesis,
@@ -69,9 +70,12 @@ class RowDecoder(OrtDecoder):
         self._store: list[np.ndarray] = []  # the cross arrays' buffers (bias, keys, values), with room to grow
 
     def _allocate(self, rows: int, capacity: int) -> None:
-        super()._allocate(rows, capacity)
-        if len(self._row_positions) < rows:
-            self._row_positions = np.zeros(rows, dtype=np.int64)
+        # Sentences keep joining: room for twice the rows held, so that a growing batch reallocates (and copies
+        # its cache into fresh pages, tens of ms for a hundred rows) a few times, not at every join.
+        held = len(self._cache[0]) if self._cache else 0
+        super()._allocate(max(rows, 2 * held) if rows > held else rows, capacity)
+        if len(self._row_positions) < len(self._cache[0]):
+            self._row_positions = np.zeros(len(self._cache[0]), dtype=np.int64)
 
     def _position_input(self, rows: int) -> np.ndarray:
         return self._row_positions[:rows]
@@ -152,6 +156,10 @@ class RowDecoder(OrtDecoder):
             self.cross_bias, self.cross = store[0][:total], [buffer[:total] for buffer in store[1:]]
             self._cross_bound = False
         self._owns_cross = True
+
+    def _filled(self, rows: np.ndarray) -> int:
+        # (rows have positions of their own: a young sentence's rows copy its few positions, not the oldest's)
+        return int(self.positions[rows].max())
 
     def reorder(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)
@@ -437,8 +445,10 @@ class _Lane:
         self.solo = solo  # (decoder, encoder) sessions every step and encoding run on (None: chosen by rows)
         self.pending: list[tuple[list[int], Hashable, DecodingSettings]] = []  # added, not yet encoded
         self._decoder: RowDecoder | None = None
-        self.cohorts: list[_Cohort | _GreedyPool] = []
-        self._pools: dict[DecodingSettings, _GreedyPool] = {}  # by the settings they share (max_length aside)
+        self.cohorts: list[_Cohort | _GreedyPool | BeamPool] = []
+        self._pools: dict[
+            DecodingSettings, _GreedyPool | BeamPool
+        ] = {}  # by the settings they share (max_length aside)
         self._finished: list[tuple[Hashable, list[Hypothesis]]] = []
         self._changed = False  # sentences left since the rows were last settled
         self._free: list[int] = []  # vacant blocks, for the next sentences to join
@@ -496,13 +506,21 @@ class _Lane:
             self._start(each, rows[members], tags, [lengths[i] for i in members])
 
     def _start(self, settings: DecodingSettings, rows: np.ndarray, tags: list[Hashable], lengths: list[int]) -> None:
-        """Start searching sentences of the same settings: in the lane's greedy pool of those settings (max_length
-        aside) when :func:`pooled_greedy` allows, else as a cohort of their own."""
-        if pooled_greedy(settings, self.beams):
+        """Start searching sentences of the same settings: in the lane's greedy or beam pool of those settings
+        (max_length aside) when :func:`pooled_greedy` or :func:`~enzh.runtime.beam_pool.pooled_beam` allows, else
+        as a cohort of their own."""
+        kind = (
+            _GreedyPool
+            if pooled_greedy(settings, self.beams)
+            else BeamPool
+            if pooled_beam(settings, self.beams)
+            else None
+        )
+        if kind is not None:
             key = replace(settings, max_length=2)
             pool = self._pools.get(key)
             if pool is None:
-                pool = self._pools[key] = _GreedyPool(settings)
+                pool = self._pools[key] = kind(settings)
                 self.cohorts.append(pool)
             pool.add(rows, tags, lengths, settings.max_length)
             return
@@ -593,7 +611,7 @@ class _Lane:
         if len(vacant):
             decoder.vacate((vacant[:, None] * beams + np.arange(beams)).ravel())
 
-    def _compact(self, live: list[_Cohort | _GreedyPool], lines: np.ndarray, blocks: np.ndarray) -> None:
+    def _compact(self, live: list[_Cohort | _GreedyPool | BeamPool], lines: np.ndarray, blocks: np.ndarray) -> None:
         """Reorder the decoder to the rows of the sentences in it: those beyond the new row count move into the
         vacant blocks (fewest rows copied), the others stay where they are."""
         assert self._decoder is not None
@@ -612,7 +630,7 @@ class _Lane:
         self._free = []
 
     @staticmethod
-    def _assign(live: list[_Cohort | _GreedyPool], new_rows: np.ndarray) -> None:
+    def _assign(live: list[_Cohort | _GreedyPool | BeamPool], new_rows: np.ndarray) -> None:
         """Give each search the rows its sentences now have (``new_rows``: one line per sentence, in order)."""
         start = 0
         for cohort in live:

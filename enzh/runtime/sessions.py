@@ -571,8 +571,13 @@ class OrtDecoder:
                 self._allocate(count, self.capacity)
             moved = (rows != np.arange(count)).nonzero()[0]
             if len(moved):
-                _copy_rows([cache[:, :, : self.position] for cache in self._cache], moved, rows[moved])
+                filled = self._filled(rows[moved])
+                _copy_rows([cache[:, :, :filled] for cache in self._cache], moved, rows[moved])
         self.rows = count
+
+    def _filled(self, rows: np.ndarray) -> int:
+        """How many cache positions of ``rows`` hold values (every row's: the batch's position)."""
+        return self.position
 
 
 def _copy_rows(arrays: list[np.ndarray], targets: np.ndarray, sources: np.ndarray) -> None:
