@@ -1,9 +1,11 @@
 """A running batch: sentences join a decode between two steps and leave it as soon as they are done.
 
 Continuous batching for the service (enzh.serve.scheduler): one decoder keeps stepping while sentences come and
-go. Sentences added together form a *cohort*, searched by the same greedy or beam search as a batch of its own
-(:func:`enzh.runtime.decoding.greedy_steps` / :func:`~enzh.runtime.decoding.beam_steps`, generators); every step,
-the rows of all cohorts run as one decoder step and each cohort's search gets its own rows of the result back.
+go. Sentences whose settings only ban fixed tokens (Marian's) share one vectorized search per lane and settings:
+:class:`_GreedyPool` or :class:`~enzh.runtime.beam_pool.BeamPool`, each sentence at its own length. Others that are
+added together form a *cohort*, searched by the same greedy or beam search as a batch of its own
+(:func:`enzh.runtime.decoding.greedy_steps` / :func:`~enzh.runtime.decoding.beam_steps`, generators). Every step,
+the rows of all pools and cohorts run as one decoder step and each search gets its own rows of the result back.
 Each row has its own position (the decoder graph takes ``position [R]``), its own self-attention cache row and
 its sentence's cross-attention entry (widened with masked columns when a longer source joins). So a sentence's
 tokens and score are those it gets decoded alone, whatever joins or leaves beside it.
