@@ -32,8 +32,8 @@ from enzh.runtime.options import DecodingSettings
 from enzh.runtime.processors import fixed_bans, log_softmax
 from enzh.runtime.topk import row_index, torch_top_k
 
-# What the pool hands back for each sentence that is done: its tag, hypotheses, source length, and whether it
-# was cancelled (then nobody wants it).
+# What a search of a lane (a pool, or a cohort of enzh.runtime.running) hands back for each sentence that is
+# done: its tag, hypotheses, source length, and whether it was cancelled (then nobody wants it).
 Done = tuple[Hashable, list[Hypothesis], int, bool]
 
 

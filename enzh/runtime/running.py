@@ -26,7 +26,7 @@ import numpy as np
 import onnxruntime as ort
 
 from enzh.runtime.batching import length_groups, pad_batch
-from enzh.runtime.beam_pool import BeamPool, pooled_beam
+from enzh.runtime.beam_pool import BeamPool, Done, pooled_beam
 from enzh.runtime.decoding import (
     Finished,
     Hypothesis,
@@ -195,11 +195,6 @@ def _put(buffer: np.ndarray, array: np.ndarray, at: int | np.ndarray, *, bias: b
         buffer[entries, :, : array.shape[2]] = array
 
 
-# What a cohort hands back for each sentence that is done: its tag, hypotheses, source length, and whether it
-# was cancelled (then nobody wants it).
-_Done = tuple[Hashable, list[Hypothesis], int, bool]
-
-
 @dataclass(eq=False)
 class _Cohort:
     """Sentences added together: one search over them (a generator of enzh.runtime.decoding), and where its rows
@@ -212,9 +207,9 @@ class _Cohort:
     rows: np.ndarray  # the decoder row of each of the search's rows
     request: StepRequest | None = None  # the step it waits for (None: it has ended)
 
-    def advance(self, reply: Step | None) -> list[_Done]:
+    def advance(self, reply: Step | None) -> list[Done]:
         """Run the search up to its next step request (or its end), following its reorders; the sentences done."""
-        done: list[_Done] = []
+        done: list[Done] = []
         while True:
             try:
                 op = self.search.send(reply)
@@ -231,7 +226,7 @@ class _Cohort:
                 i = op.sentence
                 done.append((self.tags[i], op.hypotheses, self.lengths[i], bool(self.cancelled[i])))
 
-    def advance_from(self, step: Step) -> list[_Done]:
+    def advance_from(self, step: Step) -> list[Done]:
         """:meth:`advance` with this search's rows of a step of the whole decoder."""
         assert self.request is not None
         return self.advance(_rows_of(step, self.rows, self.request))
@@ -296,7 +291,7 @@ class _GreedyPool:
         last = self.history[np.arange(len(self.tags)), self.length - 1]
         self.request = StepRequest(last, 1 + len(self.bans), False) if len(self.tags) else None
 
-    def advance_from(self, step: Step) -> list[_Done]:
+    def advance_from(self, step: Step) -> list[Done]:
         """Every sentence's next token from ``step``, a step of the whole decoder (this pool reads its rows)."""
         if not self.checked:
             _check_vocab(self.bans, step)
@@ -320,7 +315,7 @@ class _GreedyPool:
         self.length += 1
         # 2. A row is done at eos or its max_length (or when cancelled).
         finished = (self.length >= self.max_length) | (tokens == self.eos) | self.cancelled
-        done: list[_Done] = []
+        done: list[Done] = []
         for row in finished.nonzero()[0].tolist():
             hypothesis = Hypothesis(tuple(self.history[row, 1 : self.length[row]].tolist()), float(self.total[row]))
             done.append((self.tags[row], [hypothesis], int(self.lengths[row]), bool(self.cancelled[row])))
@@ -574,7 +569,7 @@ class _Lane:
         self.cohorts, self._pools, self.pending, self._free = [], {}, [], []
         self.sentences = self.tokens = 0
 
-    def _take(self, done: list[_Done]) -> None:
+    def _take(self, done: list[Done]) -> None:
         for tag, hypotheses, length, cancelled in done:
             self._changed = True
             self.sentences -= 1
