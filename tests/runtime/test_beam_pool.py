@@ -46,6 +46,12 @@ class _ToyDecoder:
         self.histories = [self.histories[r] for r in rows.tolist()]
 
 
+def _settings(**overrides: object) -> DecodingSettings:
+    """Marian's kind of settings on the toy vocabulary: pad banned, three beams."""
+    fields: dict = {"max_length": 12, "num_beams": 3, "bad_words_ids": ((PAD,),)} | overrides
+    return DecodingSettings(decoder_start_token_id=START, eos_token_id=EOS, pad_token_id=PAD, **fields)
+
+
 def _alone(settings: DecodingSettings) -> Hypothesis:
     return run_search(beam_steps(1, settings), _ToyDecoder(1), 1)[0][0]
 
@@ -82,17 +88,7 @@ def _pooled(settings: DecodingSettings, max_lengths: list[int], joins: list[int]
 @pytest.mark.parametrize("length_penalty", [1.0, 0.6, 1.4])
 @pytest.mark.parametrize("forced_eos", [None, EOS])
 def test_pooled_sentences_get_exactly_what_they_get_alone(early_stopping, length_penalty, forced_eos):
-    base = DecodingSettings(
-        decoder_start_token_id=START,
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        max_length=2,
-        num_beams=3,
-        length_penalty=length_penalty,
-        early_stopping=early_stopping,
-        bad_words_ids=((PAD,),),
-        forced_eos_token_id=forced_eos,
-    )
+    base = _settings(length_penalty=length_penalty, early_stopping=early_stopping, forced_eos_token_id=forced_eos)
     assert pooled_beam(base, 3)
     max_lengths = [2, 3, 5, 7, 9, 12, 4, 12, 6, 8]
     joins = [0, 0, 1, 1, 2, 4, 4, 5, 9, 9]
@@ -109,21 +105,14 @@ def test_ties_take_the_fallback_for_the_tied_sentence_only(monkeypatch):
     calls: list[int] = []
     original = beam_pool._beam_candidates
     monkeypatch.setattr(beam_pool, "_beam_candidates", lambda h, *rest: calls.append(len(h)) or original(h, *rest))
-    base = DecodingSettings(
-        decoder_start_token_id=START,
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        max_length=12,
-        num_beams=3,
-        bad_words_ids=((PAD,),),
-    )
+    base = _settings()
     pooled = _pooled(base, [12] * 6, [0] * 6)
     assert calls and all(rows == 3 for rows in calls)  # one sentence's beams each time
     assert [pooled[i] for i in range(6)] == [_alone(base)] * 6
 
 
 def test_settings_whose_processors_read_each_row_are_not_pooled():
-    base = DecodingSettings(decoder_start_token_id=START, eos_token_id=EOS, pad_token_id=PAD, max_length=9, num_beams=3)
+    base = _settings(max_length=9, bad_words_ids=())
     assert pooled_beam(base, 3)
     assert not pooled_beam(base, 4)  # (not this lane's width)
     assert not pooled_beam(replace(base, num_beams=1), 1)
