@@ -83,6 +83,14 @@ class ServeOptions:
         "waited --max-queue-delay-ms, so that they are encoded together (1: at the next step)",
         group=BATCHING,
     )
+    gil_switch_ms: float = option(
+        1.0,
+        "how long a thread that waits for Python's lock may wait before the running one hands it over "
+        "(sys.setswitchinterval; Python's own default is 5): the main lanes, the express lane and the HTTP event "
+        "loop take turns sooner",
+        metavar="MS",
+        group=BATCHING,
+    )
     default_beam_size: int | None = option(
         None,
         "default beam width",
@@ -197,6 +205,10 @@ class ServeOptions:
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 1, f"{name} must be an integer >= 1, got {value!r}")
         require(0 <= self.port <= 65535, f"port must be 0..65535, got {self.port}")
+        require(
+            isinstance(self.gil_switch_ms, (int, float)) and 0 < self.gil_switch_ms <= 1000,
+            f"gil_switch_ms must be a number of milliseconds in (0, 1000], got {self.gil_switch_ms!r}",
+        )
         require(
             isinstance(self.max_alternatives, int) and self.max_alternatives >= 0,
             f"max_alternatives must be an integer >= 0, got {self.max_alternatives!r}",

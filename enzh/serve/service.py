@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
@@ -148,6 +149,7 @@ class Service:
         self.draining = False
         self.load_error: str | None = None
         self.in_flight = 0
+        self._switch_interval: float | None = None  # Python's, while start() has set the service's
         m = self.metrics
         m.in_flight.set_function(lambda: self.in_flight)
         m.ready.set_function(lambda: 1 if self.state()[0] == "ready" else 0)
@@ -157,6 +159,10 @@ class Service:
     async def start(self) -> None:
         """Load the models (unless given), start a worker per model, warm each up; then report ready."""
         loop = asyncio.get_running_loop()
+        # The worker threads and the event loop hand Python's lock to each other sooner (restored by stop()): a
+        # one-sentence request's steps wait less behind the main lanes' Python (docs/server.md, "Lanes").
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(self.options.gil_switch_ms / 1000.0)
         try:
             if not self.models:
                 directories = self.options.models or tuple(str(d) for d in default_model_dirs())
@@ -269,6 +275,9 @@ class Service:
         loop = asyncio.get_running_loop()
         for scheduler in [m.scheduler for m in self.models if m.scheduler is not None]:
             await loop.run_in_executor(None, scheduler.close, self.options.drain_timeout_s)
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
 
     def state(self) -> tuple[str, str]:
         """(status, detail): status is ready (every model loaded and warmed up), loading, draining, load_failed or

@@ -3,8 +3,10 @@ sentence and paragraph handling, and 64 concurrent clients pooled into shared ba
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
+import sys
 from typing import Any
 
 import httpx
@@ -12,6 +14,7 @@ import pytest
 from server_harness import SENTENCES, fire, held_out, in_process, metric_value, running
 from starlette.testclient import TestClient
 
+from enzh.runtime.errors import OptionsError
 from enzh.runtime.segment import split_sentences
 from enzh.serve.options import ServeOptions
 from enzh.serve.service import Service
@@ -159,6 +162,24 @@ def test_batch_invariance_of_the_engine(demo_translator):
         pooled = service._engine(sources, beam)
         alone = [service._engine([s], beam)[0] for s in sources]
         assert pooled == alone
+
+
+def test_the_service_hands_pythons_lock_over_sooner_while_it_runs(demo_translator):
+    service = Service(ServeOptions(gil_switch_ms=2.5, warmup=False), demo_translator)
+    before = sys.getswitchinterval()
+
+    async def run() -> float:
+        await service.start()
+        during = sys.getswitchinterval()
+        await service.stop()
+        return during
+
+    assert asyncio.run(run()) == 0.0025 and sys.getswitchinterval() == before
+    for bad in (0, -1.0, 1001, "1"):
+        with pytest.raises(
+            OptionsError, match=rf"gil_switch_ms must be a number of milliseconds in \(0, 1000\], got {bad!r}"
+        ):
+            ServeOptions(gil_switch_ms=bad)  # type: ignore[arg-type]
 
 
 # -- the load benchmark, against a real server ----------------------------------------------------------------
