@@ -43,6 +43,9 @@ class ModelInfo:
     # The (source, target) language pairs it translates, as ISO 639-1 codes among en and zh (("en", "zh"),);
     # empty when nothing in the model says which languages it reads and writes.
     directions: tuple[tuple[str, str], ...] = ()
+    # Target tokens a decoder step scores a row: the vocabulary, or a global shortlist's size (0: unknown). A step's
+    # cost grows with it (the HTTP service's continuous batching runs fewer rows at once when it is large).
+    scored_tokens: int = 0
 
     @property
     def label(self) -> str:

@@ -695,6 +695,7 @@ class Translator:
             has_aligner=self.has_aligner,
             fingerprint=hashlib.sha256(manifest.to_json().encode()).hexdigest(),
             directions=self.adapter.directions,
+            scored_tokens=self.sessions.scored,
         )
 
     @property

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from enzh.runtime.errors import require
 from enzh.runtime.flags import option
-from enzh.serve.scheduler import MODES, SchedulerOptions
+from enzh.serve.scheduler import MAX_RUNNING_ROWS, MODES, SchedulerOptions, beam_rows_for
 
 # uvicorn's worker processes (``--workers N``) get their options as the JSON of a ServeOptions in this variable.
 ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
@@ -60,6 +60,18 @@ class ServeOptions:
         "continuous: sentences join and leave a running decode at every step; dynamic: whole token-budget "
         "batches; single: one request at a time (what --no-batching also gives)",
         metavar="|".join(MODES),
+        group=BATCHING,
+    )
+    max_running_rows: int = option(
+        MAX_RUNNING_ROWS,
+        "continuous batching: decoder rows (sentences x beams) the main lanes run at once",
+        group=BATCHING,
+    )
+    max_beam_rows: int = option(
+        0,
+        "continuous batching: a beam search's sentence joins the main lanes only while their rows stay within this "
+        "many; every running sentence waits for each step over all of them (0: automatic, by the model's "
+        "vocabulary: 64 for opus-mt-en-zh's 65,001 tokens, 256 for the demo's)",
         group=BATCHING,
     )
     express_rows: int = option(
@@ -169,6 +181,10 @@ class ServeOptions:
             self.batching_mode in MODES,
             f"batching_mode must be one of {', '.join(MODES)}, got {self.batching_mode!r}",
         )
+        require(
+            self.max_beam_rows >= 0,
+            f"max_beam_rows must be >= 0 (0: automatic, by the model's vocabulary), got {self.max_beam_rows}",
+        )
         # A list (the JSON round trip through ENV_OPTIONS) is kept as the tuple it was.
         object.__setattr__(self, "model_dirs", tuple(self.model_dirs))
         require(
@@ -261,13 +277,17 @@ class ServeOptions:
         """``trusted_proxies`` as networks (an address is a network of one: ``10.0.0.1`` is ``10.0.0.1/32``)."""
         return [ipaddress.ip_network(proxy, strict=False) for proxy in self.trusted_proxy_list()]
 
-    def scheduler_options(self) -> SchedulerOptions:
+    def scheduler_options(self, scored_tokens: int = 0) -> SchedulerOptions:
+        """The scheduler's options for a model whose decoder step scores ``scored_tokens`` target tokens a row
+        (what the automatic ``max_beam_rows`` goes by; 0: unknown)."""
         return SchedulerOptions(
             max_batch_tokens=self.max_batch_tokens,
             max_queue_delay_ms=self.max_queue_delay_ms,
             max_queue_size=self.max_queue_size,
             batching=self.batching,
             mode=self.batching_mode,
+            max_running_rows=self.max_running_rows,
+            max_beam_rows=self.max_beam_rows or beam_rows_for(scored_tokens),
             express_rows=self.express_rows,
             express_sentences=self.express_sentences,
             lane_nice=self.lane_nice,

@@ -9,8 +9,9 @@ of three ways (``SchedulerOptions.mode``):
   decodes on several one-thread sessions at once) there are as many workers, each with running decodes of its
   own on one thread; a waiting unit joins the least loaded. Before every decoder step, waiting units
   join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
-  ``max_running_rows`` rows; while a lane runs, once ``gather_units`` wait or the oldest has waited
-  ``max_queue_delay_ms``, so that they are encoded together); after it, finished units leave and are answered
+  ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``; while a lane runs, once
+  ``gather_units`` wait or the oldest has waited ``max_queue_delay_ms``, so that they are encoded together);
+  after it, finished units leave and are answered
   at once, and the units of cancelled jobs (client gone, deadline passed) stop. A short sentence never waits for
   a long batch to end. Units whose model cannot join mid-decode (the opener returns None) are batched as in ``dynamic``.
   Short requests (at most ``express_sentences`` units) go to an *express lane*: a second worker thread with
@@ -51,6 +52,27 @@ Engine = Callable[[list[list[int]], int | None, str | None], list[str]]
 
 MODES = ("continuous", "dynamic", "single")
 
+# Continuous batching's rows (sentences x beams) running at once in the main lanes: at most MAX_RUNNING_ROWS, and a
+# beam search's sentence joins only while they stay within a budget that follows the model's vocabulary. Every
+# running sentence waits for each step over all the rows, and a beam-search step costs about rows x scored tokens
+# (the projection, its log-softmax and top-k) plus its reorders' cache copies, so a model with a large vocabulary
+# lets fewer beam searches run: as many rows as keep a step under SCORES_PER_STEP scores, at least
+# MIN_RUNNING_ROWS. Measured on the opus-mt-en-zh-shaped int8 model on an AVX2-only CPU (docs/server.md, "On an
+# AVX2-only CPU"): at beam 4 with 256 rows an answered sentence cost 600-900 ms of CPU and 20 requests in two
+# rounds ran past their deadline, with 64 rows 400-490 ms and at most one a round; at beam 1, where 16 clients
+# never fill 256 rows, a 64-row bound cost a third of the throughput.
+MAX_RUNNING_ROWS = 256
+MIN_RUNNING_ROWS = 8
+SCORES_PER_STEP = 64 * 65_001  # 64 rows of opus-mt-en-zh's vocabulary; the demo's 1,834 tokens get all 256
+
+
+def beam_rows_for(scored_tokens: int) -> int:
+    """The automatic ``max_beam_rows`` of a model whose decoder step scores ``scored_tokens`` target tokens a row
+    (0: unknown, which gets :data:`MAX_RUNNING_ROWS`)."""
+    if scored_tokens <= 0:
+        return MAX_RUNNING_ROWS
+    return max(MIN_RUNNING_ROWS, min(MAX_RUNNING_ROWS, SCORES_PER_STEP // scored_tokens))
+
 
 class RunningDecode(Protocol):
     """A decode that units join and leave between steps (the service wraps a RunningBatch in one)."""
@@ -90,7 +112,9 @@ class SchedulerOptions:
     max_queue_size: int = 2048
     batching: bool = True  # False: one request at a time (its own units still batched together), whatever mode says
     mode: str = "continuous"  # continuous, dynamic or single (see the module docstring)
-    max_running_rows: int = 256  # continuous: decoder rows (sentences x beams) running at once
+    max_running_rows: int = MAX_RUNNING_ROWS  # continuous: main lanes' decoder rows (sentences x beams) at once
+    # continuous: a beam search's sentence joins the main lanes only while their rows stay within this many
+    max_beam_rows: int = MAX_RUNNING_ROWS
     lanes: int = 1  # continuous: main workers, each with its own running decodes (> 1: each on one thread)
     express_rows: int = 8  # continuous: the express lane's rows (0: no express lane)
     express_sentences: int = 1  # continuous: requests of at most this many units go to the express lane
@@ -102,6 +126,7 @@ class SchedulerOptions:
     def __post_init__(self) -> None:
         require(self.mode in MODES, f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         require(self.max_running_rows >= 1, f"max_running_rows must be >= 1, got {self.max_running_rows}")
+        require(self.max_beam_rows >= 1, f"max_beam_rows must be >= 1, got {self.max_beam_rows}")
         require(self.express_rows >= 0, f"express_rows must be >= 0 (0: no express lane), got {self.express_rows}")
         require(self.express_sentences >= 1, f"express_sentences must be >= 1, got {self.express_sentences}")
         require(self.lanes >= 1, f"lanes must be >= 1, got {self.lanes}")
@@ -578,7 +603,8 @@ class Scheduler:
             key = _key(unit)
             decode = self._decode_for(lane, key)
             beams = max(1, unit.job.beam_size or 1)
-            fits = tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= opts.max_running_rows
+            limit = opts.max_running_rows if beams == 1 else min(opts.max_running_rows, opts.max_beam_rows)
+            fits = tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= limit
             least = mine_rows + beams <= fair or not mine_rows
             if decode is None or full or not least or not (fits or (not lane.tokens() and not joining)):
                 full = full or decode is not None

@@ -179,14 +179,15 @@ class Service:
             self.router = Translators([self._engine_of(model) for model in self.models])
             self._warn_shadowed()
             for model in self.models:
-                default = self.options.default_beam_size or self._engine_of(model).info.default_beam_size
+                engine = self._engine_of(model)
+                default = self.options.default_beam_size or engine.info.default_beam_size
                 model.default_beam = min(default, self.options.max_beam_size)
                 observer = ModelObserver(self.metrics, model.label, model.direction_label)
                 # (a model that decodes on several one-thread sessions at once gets as many continuous lanes)
-                lanes = int(getattr(self._engine_of(model), "running_lanes", 1))
+                lanes = int(getattr(engine, "running_lanes", 1))
                 model.scheduler = Scheduler(
                     self._batch_engine(model),
-                    replace(self.options.scheduler_options(), lanes=lanes),
+                    replace(self.options.scheduler_options(engine.info.scored_tokens), lanes=lanes),
                     observer,
                     running=self._running_decodes(model),
                 )

@@ -7,10 +7,12 @@ import asyncio
 import os
 import random
 import sys
+from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
+from fake_translator import FakeTranslator
 from server_harness import SENTENCES, fire, held_out, in_process, metric_value, running
 from starlette.testclient import TestClient
 
@@ -180,6 +182,30 @@ def test_the_service_hands_pythons_lock_over_sooner_while_it_runs(demo_translato
             OptionsError, match=rf"gil_switch_ms must be a number of milliseconds in \(0, 1000\], got {bad!r}"
         ):
             ServeOptions(gil_switch_ms=bad)  # type: ignore[arg-type]
+
+
+def test_continuous_batching_runs_fewer_beam_rows_for_a_large_vocabulary(demo_translator):
+    large = FakeTranslator()
+    large.info = replace(large.info, scored_tokens=65_001)  # opus-mt-en-zh's vocabulary
+    rows = {}
+    for name, engine, options in (
+        ("demo", demo_translator, ServeOptions(warmup=False)),
+        ("large", large, ServeOptions(warmup=False)),
+        ("large, --max-beam-rows 100", large, ServeOptions(warmup=False, max_beam_rows=100)),
+    ):
+        service = Service(options, engine)
+
+        async def run(service: Service = service) -> tuple[int, int]:
+            await service.start()
+            try:
+                (model,) = service.models
+                return model.scheduler.options.max_running_rows, model.scheduler.options.max_beam_rows
+            finally:
+                await service.stop()
+
+        rows[name] = asyncio.run(run())
+    assert demo_translator.info.scored_tokens == 1_834
+    assert rows == {"demo": (256, 256), "large": (256, 64), "large, --max-beam-rows 100": (256, 100)}
 
 
 # -- the load benchmark, against a real server ----------------------------------------------------------------

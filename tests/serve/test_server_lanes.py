@@ -11,7 +11,8 @@ from collections.abc import Hashable
 import pytest
 
 from enzh.runtime.errors import OptionsError
-from enzh.serve.scheduler import Scheduler, SchedulerOptions
+from enzh.serve.options import ServeOptions
+from enzh.serve.scheduler import Scheduler, SchedulerOptions, beam_rows_for
 
 
 class FakeRunning:
@@ -26,6 +27,7 @@ class FakeRunning:
         self.joined: list[list[int]] = []
         self.adds: list[int] = []  # units per add() call
         self.threads: set[str] = set()
+        self.most_rows = 0  # the most rows it ran at once
 
     @property
     def sentences(self) -> int:
@@ -44,6 +46,7 @@ class FakeRunning:
             self.left[tag] = [list(ids), len(ids)]
             self.joined.append(list(ids))
         self.adds.append(len(sources))
+        self.most_rows = max(self.most_rows, self.rows)
 
     def step(self) -> list[tuple[Hashable, str]]:
         self.gate.wait(10)
@@ -217,3 +220,47 @@ def test_lane_options_are_validated():
         SchedulerOptions(lanes=0)
     with pytest.raises(OptionsError, match=r"gather_units must be >= 1 \(1: no gathering\), got 0"):
         SchedulerOptions(gather_units=0)
+
+
+@pytest.mark.parametrize(
+    ("options", "beam", "most_sentences"),
+    [
+        ({"max_running_rows": 8}, 4, 2),
+        ({"max_running_rows": 12}, 4, 3),
+        ({"max_beam_rows": 8}, 4, 2),
+        ({"max_beam_rows": 8}, 1, 6),  # a greedy sentence is bound by max_running_rows only
+        ({"max_running_rows": 3, "max_beam_rows": 8}, 1, 3),
+        ({}, 4, 6),
+    ],
+)
+def test_the_main_lane_runs_at_most_its_rows(options, beam, most_sentences):
+    opener = Opener()
+    scheduler = started(opener, express_rows=0, gather_units=1, **options)
+    jobs = [[[i] * (30 + i)] for i in range(1, 7)]  # six one-sentence requests
+
+    async def main():
+        return await asyncio.gather(*(scheduler.submit(job, beam_size=beam).future for job in jobs))
+
+    try:
+        assert asyncio.run(main()) == [answer(job) for job in jobs]
+    finally:
+        scheduler.close(10)
+    (running,) = opener.opened
+    assert running.most_rows == beam * most_sentences
+    assert sorted(running.joined) == sorted(job[0] for job in jobs)
+
+
+def test_beam_rows_follow_the_models_vocabulary():
+    # 64 rows for opus-mt-en-zh's 65,001 tokens, all 256 for the demo's 1,834, 16 for NLLB-200's 256,206; never
+    # fewer than 8, and 256 when the engine does not say.
+    assert [beam_rows_for(v) for v in (65_001, 1_834, 256_206, 10**7, 0)] == [64, 256, 16, 8, 256]
+    found = ServeOptions().scheduler_options(65_001)
+    assert (found.max_running_rows, found.max_beam_rows) == (256, 64)
+    assert ServeOptions().scheduler_options().max_beam_rows == 256
+    assert ServeOptions(max_beam_rows=100).scheduler_options(65_001).max_beam_rows == 100
+    with pytest.raises(
+        OptionsError, match=r"max_beam_rows must be >= 0 \(0: automatic, by the model's vocabulary\), got -1"
+    ):
+        ServeOptions(max_beam_rows=-1)
+    with pytest.raises(OptionsError, match="max_running_rows must be >= 1, got 0"):
+        ServeOptions(max_running_rows=0)
