@@ -132,6 +132,8 @@ class SchedulerOptions:
         require(self.lanes >= 1, f"lanes must be >= 1, got {self.lanes}")
         require(0 <= self.lane_nice <= 19, f"lane_nice must be 0..19, got {self.lane_nice}")
         require(self.gather_units >= 1, f"gather_units must be >= 1 (1: no gathering), got {self.gather_units}")
+        # (a beam search's bound never exceeds the bound of all rows: the admission reads one or the other)
+        object.__setattr__(self, "max_beam_rows", min(self.max_beam_rows, self.max_running_rows))
         if not self.batching:
             object.__setattr__(self, "mode", "single")
         object.__setattr__(self, "batching", self.mode != "single")
@@ -603,7 +605,7 @@ class Scheduler:
             key = _key(unit)
             decode = self._decode_for(lane, key)
             beams = max(1, unit.job.beam_size or 1)
-            limit = opts.max_running_rows if beams == 1 else min(opts.max_running_rows, opts.max_beam_rows)
+            limit = opts.max_running_rows if beams == 1 else opts.max_beam_rows
             fits = tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= limit
             least = mine_rows + beams <= fair or not mine_rows
             if decode is None or full or not least or not (fits or (not lane.tokens() and not joining)):
