@@ -598,8 +598,16 @@ class Translator:
     @property
     def running_lanes(self) -> int:
         """How many running batches of this model step well at once, each on one thread (:meth:`running_batch`
-        with ``one_thread``): the shards a batch is decoded in (small models), else 1."""
+        with ``one_thread``): the shards a batch is decoded in (small models), else 1; 0 when the model has no
+        running batches (see :meth:`running_batch`)."""
+        if not self._can_run():
+            return 0
         return self._shards.threads if self._shards.threads > 1 else 1
+
+    def _can_run(self) -> bool:
+        """Whether sentences can join this model's decode between steps: its decoder takes a position per row, and
+        no source shortlist chooses its projection's columns per whole batch."""
+        return self.sessions.row_positions and self.sessions.source_shortlist is None
 
     def running_batch(
         self, *, beam_size: int | None = None, one_thread: bool = False, **overrides: object
@@ -609,7 +617,7 @@ class Translator:
         when this model cannot: a decoder exported before per-row positions (``python -m enzh.export.upgrade
         DIR``), or a source-shortlist variant (its projection's columns are chosen per whole batch).
         ``one_thread``: its steps on one thread (it runs beside another running batch)."""
-        if not self.sessions.row_positions or self.sessions.source_shortlist is not None:
+        if not self._can_run():
             return None
         beams = self.settings(max_new_tokens=1, beam_size=beam_size, **overrides).num_beams
         limit = self.adapter.max_positions - 1

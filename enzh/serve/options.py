@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from enzh.runtime.errors import require
 from enzh.runtime.flags import option
-from enzh.serve.scheduler import MAX_RUNNING_ROWS, MODES, SchedulerOptions, beam_rows_for
+from enzh.serve.scheduler import MAX_RUNNING_ROWS, MODES, SchedulerOptions, beam_rows_for, main_lanes_for
 
 # uvicorn's worker processes (``--workers N``) get their options as the JSON of a ServeOptions in this variable.
 ENV_OPTIONS = "ENZH_SERVE_OPTIONS"
@@ -72,6 +72,13 @@ class ServeOptions:
         "continuous batching: a beam search's sentence joins the main lanes only while their rows stay within this "
         "many; every running sentence waits for each step over all of them (0: automatic, by the model's "
         "vocabulary: 64 for opus-mt-en-zh's 65,001 tokens, 256 for the demo's)",
+        group=BATCHING,
+    )
+    main_lanes: int = option(
+        0,
+        "continuous batching: main lanes, each a worker thread whose running decode steps on one thread beside the "
+        "others' (0: automatic: the model's decode shards for a small fp32 model, two on a machine of two cores or "
+        "with --threads 2, else one lane on all the threads)",
         group=BATCHING,
     )
     express_rows: int = option(
@@ -181,6 +188,7 @@ class ServeOptions:
             self.batching_mode in MODES,
             f"batching_mode must be one of {', '.join(MODES)}, got {self.batching_mode!r}",
         )
+        require(self.main_lanes >= 0, f"main_lanes must be >= 0 (0: automatic), got {self.main_lanes}")
         require(
             self.max_beam_rows >= 0,
             f"max_beam_rows must be >= 0 (0: automatic, by the model's vocabulary), got {self.max_beam_rows}",
@@ -277,9 +285,10 @@ class ServeOptions:
         """``trusted_proxies`` as networks (an address is a network of one: ``10.0.0.1`` is ``10.0.0.1/32``)."""
         return [ipaddress.ip_network(proxy, strict=False) for proxy in self.trusted_proxy_list()]
 
-    def scheduler_options(self, scored_tokens: int = 0) -> SchedulerOptions:
+    def scheduler_options(self, scored_tokens: int = 0, shards: int = 1) -> SchedulerOptions:
         """The scheduler's options for a model whose decoder step scores ``scored_tokens`` target tokens a row
-        (what the automatic ``max_beam_rows`` goes by; 0: unknown)."""
+        (what the automatic ``max_beam_rows`` goes by; 0: unknown) and that decodes a batch in ``shards`` at once
+        (what the automatic ``main_lanes`` goes by)."""
         return SchedulerOptions(
             max_batch_tokens=self.max_batch_tokens,
             max_queue_delay_ms=self.max_queue_delay_ms,
@@ -288,6 +297,7 @@ class ServeOptions:
             mode=self.batching_mode,
             max_running_rows=self.max_running_rows,
             max_beam_rows=self.max_beam_rows or beam_rows_for(scored_tokens),
+            lanes=self.main_lanes or main_lanes_for(shards, self.threads),
             express_rows=self.express_rows,
             express_sentences=self.express_sentences,
             lane_nice=self.lane_nice,

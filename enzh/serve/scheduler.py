@@ -4,20 +4,20 @@ Requests submit *units* (source id lists, normally one per sentence) from the ev
 thread runs them off the event loop and hands every request exactly its own results, in its own order, in one
 of three ways (``SchedulerOptions.mode``):
 
-* ``continuous`` (with a ``running`` opener, see :data:`OpenRunning`): the worker keeps one running decode per
-  beam size and target (:class:`enzh.runtime.running.RunningBatch`). With ``lanes`` > 1 (a small model that
-  decodes on several one-thread sessions at once) there are as many workers, each with running decodes of its
-  own on one thread; a waiting unit joins the least loaded. Before every decoder step, waiting units
-  join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
-  ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``; while a lane runs, once
-  ``gather_units`` wait or the oldest has waited ``max_queue_delay_ms``, so that they are encoded together);
-  after it, finished units leave and are answered
-  at once, and the units of cancelled jobs (client gone, deadline passed) stop. A short sentence never waits for
-  a long batch to end. Units whose model cannot join mid-decode (the opener returns None) are batched as in ``dynamic``.
-  Short requests (at most ``express_sentences`` units) go to an *express lane*: a second worker thread with
-  running decodes of its own, at most ``express_rows`` rows, on one-thread sessions. Its steps are a few rows
-  and run beside the main lane's (which holds everything else), so a one-sentence request's steps do not cost
-  what a step of the whole load costs; when the express lane is full, short units join the main lane.
+* ``continuous`` (with a ``running`` opener, see :data:`OpenRunning`): the worker keeps one running decode per beam
+  size and target (:class:`enzh.runtime.running.RunningBatch`). With ``lanes`` > 1 (a small model that decodes on
+  several one-thread sessions at once, or any model on two cores: :func:`main_lanes_for`) there are as many workers,
+  each with running decodes of its own on one thread; a waiting unit joins the least loaded. Before every decoder
+  step, waiting units join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
+  ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``; while a lane runs, once ``gather_units``
+  wait or the oldest has waited ``max_queue_delay_ms``, so that they are encoded together); after it, finished units
+  leave and are answered at once, and the units of cancelled jobs (client gone, deadline passed) stop. A short
+  sentence never waits for a long batch to end. Units whose model cannot join mid-decode (the opener returns None)
+  are batched as in ``dynamic``. Short requests (at most ``express_sentences`` units) go to an *express lane*: a
+  second worker thread with running decodes of its own, at most ``express_rows`` rows, on one-thread sessions. Its
+  steps are a few rows and run beside the main lane's (which holds everything else), so a one-sentence request's
+  steps do not cost what a step of the whole load costs; when the express lane is full, short units join the main
+  lane.
 * ``dynamic``: the units of every waiting request are pooled into batches of at most ``max_batch_tokens``
   source tokens, waiting at most ``max_queue_delay_ms`` after the oldest unit arrived for a batch to fill; a
   batch runs to its end before the next starts.
@@ -72,6 +72,19 @@ def beam_rows_for(scored_tokens: int) -> int:
     if scored_tokens <= 0:
         return MAX_RUNNING_ROWS
     return max(MIN_RUNNING_ROWS, min(MAX_RUNNING_ROWS, SCORES_PER_STEP // scored_tokens))
+
+
+def main_lanes_for(shards: int, threads: int) -> int:
+    """The automatic number of continuous batching's main lanes for a model that decodes a batch in ``shards`` at
+    once (small fp32 models: one lane per shard; 0: a model without running decodes, batched dynamically on one
+    lane), on ``threads`` intra-op threads (0: all cores). A model of one shard gets two one-thread lanes on two
+    cores: on an AVX2-only 2-core CPU the opus-mt-en-zh-shaped int8 model's 64-row step ran 1.7x faster on two
+    threads than on one, where two one-thread lanes step twice as many rows (docs/server.md, "Lanes"). With more
+    cores it keeps one lane on all of them (a lane steps on one thread)."""
+    if shards != 1:
+        return max(1, shards)
+    cores = threads or os.cpu_count() or 1
+    return 2 if cores == 2 else 1
 
 
 class RunningDecode(Protocol):

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -183,11 +183,11 @@ class Service:
                 default = self.options.default_beam_size or engine.info.default_beam_size
                 model.default_beam = min(default, self.options.max_beam_size)
                 observer = ModelObserver(self.metrics, model.label, model.direction_label)
-                # (a model that decodes on several one-thread sessions at once gets as many continuous lanes)
-                lanes = int(getattr(engine, "running_lanes", 1))
+                # (a small model's one-thread decode shards; 0: no running decodes, e.g. a stand-in)
+                shards = int(getattr(engine, "running_lanes", 0))
                 model.scheduler = Scheduler(
                     self._batch_engine(model),
-                    replace(self.options.scheduler_options(engine.info.scored_tokens), lanes=lanes),
+                    self.options.scheduler_options(engine.info.scored_tokens, shards),
                     observer,
                     running=self._running_decodes(model),
                 )

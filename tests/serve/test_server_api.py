@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from enzh.runtime.errors import OptionsError
 from enzh.runtime.segment import split_sentences
 from enzh.serve.options import ServeOptions
+from enzh.serve.scheduler import SchedulerOptions
 from enzh.serve.service import Service
 from enzh.tools.server_bench import Result, pair_table
 
@@ -184,6 +185,22 @@ def test_the_service_hands_pythons_lock_over_sooner_while_it_runs(demo_translato
             ServeOptions(gil_switch_ms=bad)  # type: ignore[arg-type]
 
 
+def _scheduler_options(engine, options: ServeOptions) -> SchedulerOptions:
+    """The scheduler options a service of ``engine`` starts its model with."""
+    service = Service(options, engine)
+
+    async def run() -> SchedulerOptions:
+        await service.start()
+        try:
+            (model,) = service.models
+            assert model.scheduler is not None
+            return model.scheduler.options
+        finally:
+            await service.stop()
+
+    return asyncio.run(run())
+
+
 def test_continuous_batching_runs_fewer_beam_rows_for_a_large_vocabulary(demo_translator):
     large = FakeTranslator()
     large.info = replace(large.info, scored_tokens=65_001)  # opus-mt-en-zh's vocabulary
@@ -193,19 +210,26 @@ def test_continuous_batching_runs_fewer_beam_rows_for_a_large_vocabulary(demo_tr
         ("large", large, ServeOptions(warmup=False)),
         ("large, --max-beam-rows 100", large, ServeOptions(warmup=False, max_beam_rows=100)),
     ):
-        service = Service(options, engine)
-
-        async def run(service: Service = service) -> tuple[int, int]:
-            await service.start()
-            try:
-                (model,) = service.models
-                return model.scheduler.options.max_running_rows, model.scheduler.options.max_beam_rows
-            finally:
-                await service.stop()
-
-        rows[name] = asyncio.run(run())
+        found = _scheduler_options(engine, options)
+        rows[name] = (found.max_running_rows, found.max_beam_rows)
     assert demo_translator.info.scored_tokens == 1_834
     assert rows == {"demo": (256, 256), "large": (256, 64), "large, --max-beam-rows 100": (256, 100)}
+
+
+def test_a_model_of_one_decode_shard_gets_two_main_lanes_on_two_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    one_shard = FakeTranslator()
+    one_shard.running_lanes = 1  # type: ignore[attr-defined]  # (what an int8 model's Translator says; a stand-in has no running decodes)
+    lanes = {
+        name: _scheduler_options(engine, options).lanes
+        for name, engine, options in (
+            ("stand-in", FakeTranslator(), ServeOptions(warmup=False)),
+            ("one shard", one_shard, ServeOptions(warmup=False)),
+            ("one shard, --main-lanes 1", one_shard, ServeOptions(warmup=False, main_lanes=1)),
+            ("one shard, --threads 1", one_shard, ServeOptions(warmup=False, threads=1)),
+        )
+    }
+    assert lanes == {"stand-in": 1, "one shard": 2, "one shard, --main-lanes 1": 1, "one shard, --threads 1": 1}
 
 
 # -- the load benchmark, against a real server ----------------------------------------------------------------

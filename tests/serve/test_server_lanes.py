@@ -12,7 +12,7 @@ import pytest
 
 from enzh.runtime.errors import OptionsError
 from enzh.serve.options import ServeOptions
-from enzh.serve.scheduler import Scheduler, SchedulerOptions, beam_rows_for
+from enzh.serve.scheduler import Scheduler, SchedulerOptions, beam_rows_for, main_lanes_for
 
 
 class FakeRunning:
@@ -248,6 +248,30 @@ def test_the_main_lane_runs_at_most_its_rows(options, beam, most_sentences):
     (running,) = opener.opened
     assert running.most_rows == beam * most_sentences
     assert sorted(running.joined) == sorted(job[0] for job in jobs)
+
+
+def test_main_lanes_follow_the_shards_and_the_cores(monkeypatch):
+    # A small fp32 model's decode shards each get a lane; a model of one shard two one-thread lanes on two cores
+    # (given as --threads, or counted), one lane on all the threads otherwise; a model without running decodes
+    # (batched dynamically) one lane; --main-lanes decides when given.
+    assert [main_lanes_for(shards, threads) for shards, threads in ((2, 0), (4, 8), (1, 2), (1, 1), (1, 4))] == [
+        2,
+        4,
+        2,
+        1,
+        1,
+    ]
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert main_lanes_for(1, 0) == 2
+    assert main_lanes_for(0, 0) == main_lanes_for(0, 2) == 1
+    assert ServeOptions().scheduler_options(65_001).lanes == 2
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert main_lanes_for(1, 0) == 1
+    assert ServeOptions().scheduler_options(65_001, shards=1).lanes == 1
+    assert ServeOptions(threads=2).scheduler_options(65_001).lanes == 2
+    assert ServeOptions(main_lanes=3, threads=2).scheduler_options(65_001, shards=2).lanes == 3
+    with pytest.raises(OptionsError, match=r"main_lanes must be >= 0 \(0: automatic\), got -1"):
+        ServeOptions(main_lanes=-1)
 
 
 def test_beam_rows_follow_the_models_vocabulary():
