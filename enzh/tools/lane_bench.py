@@ -8,8 +8,9 @@ the row count holds:
    shares a running decode with that many rows;
 2. the encoder pass of a sentence that joins (one thread, 16 sentences a run);
 3. sentences per second of one running batch whose halves step together on the model's decode shards (they wait
-   for each other at every step) against as many one-thread running batches, each stepping on a thread of its
-   own (what the service's main lanes do).
+   for each other at every step; a model of one shard: one batch on all the intra-op threads) against as many
+   one-thread running batches as the service's automatic ``--main-lanes`` runs (or ``--lanes``), each stepping on a
+   thread of its own (what the service's main lanes do).
 
 Timings are printed, never asserted; print the CPU's flags with them (``grep -m1 flags /proc/cpuinfo``).
 """
@@ -26,6 +27,7 @@ from enzh.runtime.batching import pad_batch
 from enzh.runtime.default_model import DEMO_DIR, DEMO_TEST_SET
 from enzh.runtime.running import RunningBatch
 from enzh.runtime.translator import Translator
+from enzh.serve.scheduler import main_lanes_for
 
 ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -64,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", type=float, default=5.0, help="per lane measurement (default 5; steps: 1 s a row count)"
     )
     parser.add_argument("--rows", type=int, default=64, help="rows running in the lane measurement (default 64)")
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        default=0,
+        help="one-thread running batches in the lane measurement (default: as the server's automatic --main-lanes)",
+    )
     args = parser.parse_args(argv)
     translator = Translator.load(args.model or DEMO_DIR)
     sources = _sources(translator, 400)
@@ -83,12 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         translator.sessions.encode(ids, mask, select=False, session=encoder)
     per_sentence = (time.perf_counter() - start) / runs / len(ids) * 1000
     print(f"\nencoder, one thread, 16 sentences a run: {per_sentence:.3f} ms a sentence")
-    lanes = translator.running_lanes
+    shards = translator.running_lanes
+    lanes = args.lanes or main_lanes_for(shards, 0)
     together = translator.running_batch(beam_size=1)
     assert together is not None
     done, _ = keep_running(together, sources, args.rows, args.seconds)
     print(
-        f"\none running batch, {lanes} shard(s) stepping together, {args.rows} rows: "
+        f"\none running batch, {shards} shard(s) stepping together, {args.rows} rows: "
         f"{done / args.seconds:.1f} sentences/s"
     )
     found: list[int] = []

@@ -219,7 +219,8 @@ def test_continuous_batching_runs_fewer_beam_rows_for_a_large_vocabulary(demo_tr
 def test_a_model_of_one_decode_shard_gets_two_main_lanes_on_two_cores(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     one_shard = FakeTranslator()
-    one_shard.running_lanes = 1  # type: ignore[attr-defined]  # (what an int8 model's Translator says; a stand-in has no running decodes)
+    # (what an int8 model's Translator says; a stand-in has no running decodes)
+    one_shard.running_lanes = 1  # type: ignore[attr-defined]
     lanes = {
         name: _scheduler_options(engine, options).lanes
         for name, engine, options in (
