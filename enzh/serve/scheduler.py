@@ -9,7 +9,8 @@ of three ways (``SchedulerOptions.mode``):
   several one-thread sessions at once, or any model on two cores: :func:`main_lanes_for`) there are as many workers,
   each with running decodes of its own on one thread; a waiting unit joins the least loaded. Before every decoder
   step, waiting units join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
-  ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``; while a lane runs, once ``gather_units``
+  ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``, each of several main lanes its part of
+  them; while a lane runs, once ``gather_units``
   wait or the oldest has waited ``max_queue_delay_ms``, so that they are encoded together); after it, finished units
   leave and are answered at once, and the units of cancelled jobs (client gone, deadline passed) stop. A short
   sentence never waits for a long batch to end. Units whose model cannot join mid-decode (the opener returns None)
@@ -598,8 +599,9 @@ class Scheduler:
             batch = self._take()
             lane.running = [*lane.running, *batch]
             return [], batch
-        # (the budgets are all main lanes' together; with several, this lane takes units up to its fair share of
-        # the rows running and waiting: the others take the rest when they look)
+        # (the budgets are all main lanes' together; with several, each lane runs at most its part of the rows, so
+        # that rows a lane's finished sentences leave are taken by that lane's next joiners instead of another
+        # lane's while they step vacant, and takes units up to its fair share of the rows running and waiting)
         tokens = sum(each.tokens() for each in self._main)
         rows = sum(each.rows() for each in self._main)
         mine = [u for u in self._queue if not self._express(u)]
@@ -619,7 +621,10 @@ class Scheduler:
             decode = self._decode_for(lane, key)
             beams = max(1, unit.job.beam_size or 1)
             limit = opts.max_running_rows if beams == 1 else opts.max_beam_rows
-            fits = tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= limit
+            part = -(-limit // len(self._main))
+            fits = (
+                tokens + len(unit.ids) <= opts.max_batch_tokens and rows + beams <= limit and mine_rows + beams <= part
+            )
             least = mine_rows + beams <= fair or not mine_rows
             if decode is None or full or not least or not (fits or (not lane.tokens() and not joining)):
                 full = full or decode is not None

@@ -250,6 +250,29 @@ def test_the_main_lane_runs_at_most_its_rows(options, beam, most_sentences):
     assert sorted(running.joined) == sorted(job[0] for job in jobs)
 
 
+def test_each_main_lane_runs_at_most_its_part_of_the_rows():
+    """Two main lanes share max_beam_rows: each runs at most half, so rows a lane's finished sentence leaves are
+    taken by that lane's next joiner (not by the other lane while they step vacant)."""
+    opener = Opener()
+    opener.gate.clear()  # nothing steps until every request is queued
+    scheduler = started(opener, lanes=2, express_rows=0, gather_units=1, max_beam_rows=8)
+    jobs = [[[i] * (5 + 3 * i)] for i in range(1, 9)]  # eight one-sentence requests of different lengths
+
+    async def main():
+        submitted = [scheduler.submit(job, beam_size=4) for job in jobs]
+        await asyncio.sleep(0.05)
+        opener.gate.set()
+        return await asyncio.gather(*(job.future for job in submitted))
+
+    try:
+        assert asyncio.run(main()) == [answer(job) for job in jobs]
+    finally:
+        scheduler.close(10)
+    assert len(opener.opened) == 2
+    assert [running.most_rows for running in opener.opened] == [4, 4]  # (one sentence of 4 beams each)
+    assert sorted(ids for running in opener.opened for ids in running.joined) == sorted(job[0] for job in jobs)
+
+
 def test_main_lanes_follow_the_shards_and_the_cores(monkeypatch):
     # A small fp32 model's decode shards each get a lane; a model of one shard two one-thread lanes on two cores
     # (given as --threads, or counted), one lane on all the threads otherwise; a model without running decodes
