@@ -42,7 +42,7 @@ from enzh.runtime.decoding import (
 from enzh.runtime.options import DecodingSettings
 from enzh.runtime.parallel import ShardRunner
 from enzh.runtime.processors import fixed_bans, log_softmax
-from enzh.runtime.sessions import EncoderOutput, ModelSessions, OrtDecoder, _Binding
+from enzh.runtime.sessions import EncoderOutput, ModelSessions, OrtDecoder, _Binding, copy_rows_in_order
 
 _MASKED = float(np.finfo(np.float32).min)  # the encoder's bias on padded source columns
 
@@ -159,9 +159,9 @@ class RowDecoder(OrtDecoder):
             self._cross_bound = False
         self._owns_cross = True
 
-    def _filled(self, rows: np.ndarray) -> int:
+    def _copy_cache(self, targets: np.ndarray, sources: np.ndarray) -> None:
         # (rows have positions of their own: a young sentence's rows copy its few positions, not the oldest's)
-        return int(self.positions[rows].max())
+        copy_rows_in_order(self._cache, targets, sources, self.positions[sources])
 
     def reorder(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.int64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import mmap
 import threading
@@ -571,13 +572,34 @@ class OrtDecoder:
                 self._allocate(count, self.capacity)
             moved = (rows != np.arange(count)).nonzero()[0]
             if len(moved):
-                filled = self._filled(rows[moved])
-                _copy_rows([cache[:, :, :filled] for cache in self._cache], moved, rows[moved])
+                self._copy_cache(moved, rows[moved])
         self.rows = count
 
-    def _filled(self, rows: np.ndarray) -> int:
-        """How many cache positions of ``rows`` hold values (every row's: the batch's position)."""
-        return self.position
+    def _copy_cache(self, targets: np.ndarray, sources: np.ndarray) -> None:
+        """Self-attention cache row ``targets[i]`` = row ``sources[i]``, the filled positions (the batch's)."""
+        _copy_rows([cache[:, :, : self.position] for cache in self._cache], targets, sources)
+
+
+def copy_rows_in_order(arrays: list[np.ndarray], targets: np.ndarray, sources: np.ndarray, lengths: np.ndarray) -> None:
+    """``array[targets[i], :, :lengths[i]] = array[sources[i], :, :lengths[i]]`` for every cache array
+    ``[rows, H, positions, dh]``: each row one slice, straight from its source (a fancy index reads every moved row
+    into a temporary first and copies the longest row's positions for all), in an order that reads a row before
+    it is overwritten. What a cycle leaves (beams that swap rows) goes through a temporary, as before."""
+    pending = dict(zip(targets.tolist(), zip(sources.tolist(), lengths.tolist(), strict=True), strict=True))
+    readers = collections.Counter(source for source, _ in pending.values())
+    ready = [target for target in pending if not readers[target]]
+    while ready:
+        target = ready.pop()
+        source, length = pending.pop(target)
+        for array in arrays:
+            array[target, :, :length] = array[source, :, :length]
+        readers[source] -= 1
+        if not readers[source] and source in pending:
+            ready.append(source)
+    if pending:  # (every row left is still read by another: cycles)
+        left = np.fromiter(pending, dtype=np.int64, count=len(pending))
+        length = max(n for _, n in pending.values())
+        _copy_rows([array[:, :, :length] for array in arrays], left, np.array([s for s, _ in pending.values()]))
 
 
 def _copy_rows(arrays: list[np.ndarray], targets: np.ndarray, sources: np.ndarray) -> None:

@@ -106,3 +106,29 @@ def test_fill_from_end_moves_the_fewest_rows(finished, keep):
     assert got.tolist() == keep
     running = [i for i, f in enumerate(finished) if not f]
     assert sorted(got.tolist()) == running  # every running row kept once
+
+
+def test_cache_rows_copied_in_order_equal_a_gather_of_each_rows_own_positions():
+    # Beam reorders of a running batch: every moved row copies its own source's filled positions straight from
+    # it, in an order that reads each row before it is overwritten; swaps and longer cycles go through a gather.
+    from enzh.runtime.sessions import copy_rows_in_order
+
+    rng = np.random.default_rng(0)
+    cycles = 0
+    for trial in range(300):
+        rows = int(rng.integers(2, 13))
+        parents = rng.integers(0, rows, size=rows)
+        if trial % 3 == 0:
+            parents = rng.permutation(rows)  # (a permutation: only cycles)
+        lengths_of = rng.integers(0, 7, size=rows)  # each old row's filled positions
+        arrays = [rng.standard_normal((rows, 2, 7, 3)).astype(np.float32) for _ in range(3)]
+        old = [array.copy() for array in arrays]
+        moved = (parents != np.arange(rows)).nonzero()[0]
+        copy_rows_in_order(arrays, moved, parents[moved], lengths_of[parents[moved]])
+        # (what a row holds past its filled positions is never read)
+        for got, was in zip(arrays, old, strict=True):
+            for target, source in enumerate(parents):
+                filled = lengths_of[source]
+                np.testing.assert_array_equal(got[target, :, :filled], was[source, :, :filled])
+        cycles += bool(len(moved)) and set(moved.tolist()) == set(parents[moved].tolist())
+    assert cycles >= 50  # (the permutations exercised the gather)
