@@ -212,7 +212,7 @@ class BeamPool:
             empty = np.zeros((count, 2 * beams), dtype=np.int64)
             return empty.astype(np.float32), empty, empty.copy(), np.ones(count, dtype=bool)
         if self.settings.renormalize_logits:
-            mass = _log_allowed_mass(replace(top, log_probs=step.log_probs[rows]), self.bans)
+            mass = _log_allowed_mass(step, self.bans, rows)  # (reads the banned columns of its rows only)
             values = values - mass[:, None]
         totals = (values + self.running_scores.reshape(-1, 1)).reshape(count, beams * need)
         order = (-totals).argsort(axis=1, kind="stable")[:, :need]

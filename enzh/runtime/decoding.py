@@ -170,24 +170,24 @@ def _best_allowed(step: Step, bans: tuple[int, ...], n: int) -> tuple[np.ndarray
     return ids[:, :n], values[:, :n]
 
 
-def _log_allowed_mass(step: Step, bans: tuple[int, ...]) -> np.ndarray:
-    """log(sum of the probabilities of the allowed tokens) per row: what renormalizing after the bans
-    subtracts. log1p(-banned mass), or, when the banned mass is large enough for that to lose precision, the
-    log-sum-exp of the allowed log-probabilities."""
-    rows = step.log_probs.shape[0]
+def _log_allowed_mass(step: Step, bans: tuple[int, ...], rows: np.ndarray | None = None) -> np.ndarray:
+    """log(sum of the probabilities of the allowed tokens) per row (of ``rows`` of the step, when given): what
+    renormalizing after the bans subtracts. log1p(-banned mass), or, when the banned mass is large enough for that
+    to lose precision, the log-sum-exp of the allowed log-probabilities."""
+    picked = np.arange(step.log_probs.shape[0]) if rows is None else rows
     if not bans:
-        return np.zeros(rows, dtype=np.float32)
+        return np.zeros(len(picked), dtype=np.float32)
     columns = list(bans)
     if len(columns) == 1:  # the usual case (pad banned): a column, no sum over one value
-        banned = np.exp(step.log_probs[:, columns[0]].astype(np.float64))
+        banned = np.exp(step.log_probs[picked, columns[0]].astype(np.float64))
     else:
-        banned = np.exp(step.log_probs[:, columns].astype(np.float64)).sum(axis=1)
+        banned = np.exp(step.log_probs[picked[:, None], columns].astype(np.float64)).sum(axis=1)
     large = banned > 0.01
     if not large.any():
         return np.log1p(-banned).astype(np.float32)
     result = np.log1p(-np.where(large, 0.0, banned))
     for row in np.flatnonzero(large):
-        allowed = step.log_probs[row].copy()
+        allowed = step.log_probs[picked[row]].copy()
         allowed[columns] = -np.inf
         top = allowed.max()
         result[row] = top + np.log(np.exp(allowed - top).sum())

@@ -584,22 +584,29 @@ def copy_rows_in_order(arrays: list[np.ndarray], targets: np.ndarray, sources: n
     """``array[targets[i], :, :lengths[i]] = array[sources[i], :, :lengths[i]]`` for every cache array
     ``[rows, H, positions, dh]``: each row one slice, straight from its source (a fancy index reads every moved row
     into a temporary first and copies the longest row's positions for all), in an order that reads a row before
-    it is overwritten. What a cycle leaves (beams that swap rows) goes through a temporary, as before."""
+    it is overwritten. In a cycle (beams that swap rows) one row is set aside first."""
     pending = dict(zip(targets.tolist(), zip(sources.tolist(), lengths.tolist(), strict=True), strict=True))
     readers = collections.Counter(source for source, _ in pending.values())
     ready = [target for target in pending if not readers[target]]
-    while ready:
+    aside: dict[int, list[np.ndarray]] = {}
+    while pending:
+        if not ready:  # (every row left is still read by another: a cycle)
+            row = next(iter(pending))
+            length = max(n for source, n in pending.values() if source == row)
+            aside[row] = [array[row, :, :length].copy() for array in arrays]
+            readers[row] = 0
+            ready.append(row)
         target = ready.pop()
         source, length = pending.pop(target)
+        if source in aside:
+            for array, kept in zip(arrays, aside[source], strict=True):
+                array[target, :, :length] = kept[:, :length]
+            continue
         for array in arrays:
             array[target, :, :length] = array[source, :, :length]
         readers[source] -= 1
         if not readers[source] and source in pending:
             ready.append(source)
-    if pending:  # (every row left is still read by another: cycles)
-        left = np.fromiter(pending, dtype=np.int64, count=len(pending))
-        length = max(n for _, n in pending.values())
-        _copy_rows([array[:, :, :length] for array in arrays], left, np.array([s for s, _ in pending.values()]))
 
 
 def _copy_rows(arrays: list[np.ndarray], targets: np.ndarray, sources: np.ndarray) -> None:
