@@ -64,14 +64,14 @@ class ServeOptions:
     )
     max_running_rows: int = option(
         MAX_RUNNING_ROWS,
-        "continuous batching: decoder rows (sentences x beams) the main lanes run at once",
+        "continuous batching: decoder rows (sentences x beams) the main lanes run at once (each lane its part)",
         group=BATCHING,
     )
     max_beam_rows: int = option(
         0,
         "continuous batching: a beam search's sentence joins the main lanes only while their rows stay within this "
-        "many; every running sentence waits for each step over all of them (0: automatic, by the model's "
-        "vocabulary: 64 for opus-mt-en-zh's 65,001 tokens, 256 for the demo's)",
+        "many, each lane's within its part; every running sentence waits for each step over its lane's rows (0: "
+        "automatic, by the model's vocabulary: 64 for opus-mt-en-zh's 65,001 tokens, 256 for the demo's)",
         group=BATCHING,
     )
     main_lanes: int = option(
