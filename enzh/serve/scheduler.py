@@ -10,9 +10,9 @@ of three ways (``SchedulerOptions.mode``):
   each with running decodes of its own on one thread; a waiting unit joins the least loaded. Before every decoder
   step, waiting units join it (FIFO, while the running sentences hold at most ``max_batch_tokens`` source tokens and
   ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``, each of several main lanes its part of
-  them; while a lane runs, once ``gather_units``
-  wait or the oldest has waited ``max_queue_delay_ms``, so that they are encoded together); after it, finished units
-  leave and are answered at once, and the units of cancelled jobs (client gone, deadline passed) stop. A short
+  them; while a lane runs, once ``gather_units`` wait or the oldest has waited ``max_queue_delay_ms``, so that
+  they are encoded together); after it, finished units leave and are answered at once, and the units of cancelled
+  jobs (client gone, deadline passed) stop. A short
   sentence never waits for a long batch to end. Units whose model cannot join mid-decode (the opener returns None)
   are batched as in ``dynamic``. Short requests (at most ``express_sentences`` units) go to an *express lane*: a
   second worker thread with running decodes of its own, at most ``express_rows`` rows, on one-thread sessions. Its
