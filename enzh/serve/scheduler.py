@@ -12,13 +12,12 @@ of three ways (``SchedulerOptions.mode``):
   ``max_running_rows`` rows, a beam search's sentence ``max_beam_rows``, each of several main lanes its part of
   them; while a lane runs, once ``gather_units`` wait or the oldest has waited ``max_queue_delay_ms``, so that
   they are encoded together); after it, finished units leave and are answered at once, and the units of cancelled
-  jobs (client gone, deadline passed) stop. A short
-  sentence never waits for a long batch to end. Units whose model cannot join mid-decode (the opener returns None)
-  are batched as in ``dynamic``. Short requests (at most ``express_sentences`` units) go to an *express lane*: a
-  second worker thread with running decodes of its own, at most ``express_rows`` rows, on one-thread sessions. Its
-  steps are a few rows and run beside the main lane's (which holds everything else), so a one-sentence request's
-  steps do not cost what a step of the whole load costs; when the express lane is full, short units join the main
-  lane.
+  jobs (client gone, deadline passed) stop. A short sentence never waits for a long batch to end. Units whose model
+  cannot join mid-decode (the opener returns None) are batched as in ``dynamic``. Short requests (at most
+  ``express_sentences`` units) go to an *express lane*: a second worker thread with running decodes of its own, at
+  most ``express_rows`` rows, on one-thread sessions. Its steps are a few rows and run beside the main lane's (which
+  holds everything else), so a one-sentence request's steps do not cost what a step of the whole load costs; when
+  the express lane is full, short units join the main lane.
 * ``dynamic``: the units of every waiting request are pooled into batches of at most ``max_batch_tokens``
   source tokens, waiting at most ``max_queue_delay_ms`` after the oldest unit arrived for a batch to fill; a
   batch runs to its end before the next starts.

@@ -95,22 +95,27 @@ def answer(sources: list[list[int]]) -> list[str]:
     return ["-".join(map(str, ids)) for ids in sources]
 
 
-def test_two_main_lanes_share_the_load_each_on_one_thread():
-    opener = Opener()
-    opener.gate.clear()  # nothing steps until every request is queued
-    scheduler = started(opener, lanes=2, express_rows=0)
-    jobs = [[[j, k, *range(j % 7)] for k in range(4)] for j in range(20)]
+def queued_then_run(opener: Opener, scheduler: Scheduler, jobs: list[list[list[int]]], beam: int) -> list[list[str]]:
+    """Submit every job while nothing steps (``opener``'s gate closed), then let the lanes step; the answers."""
+    opener.gate.clear()
 
     async def main():
-        submitted = [scheduler.submit(sources, beam_size=1) for sources in jobs]
+        submitted = [scheduler.submit(sources, beam_size=beam) for sources in jobs]
         await asyncio.sleep(0.05)
         opener.gate.set()
         return await asyncio.gather(*(job.future for job in submitted))
 
     try:
-        assert asyncio.run(main()) == [answer(sources) for sources in jobs]
+        return asyncio.run(main())
     finally:
         scheduler.close(10)
+
+
+def test_two_main_lanes_share_the_load_each_on_one_thread():
+    opener = Opener()
+    scheduler = started(opener, lanes=2, express_rows=0)
+    jobs = [[[j, k, *range(j % 7)] for k in range(4)] for j in range(20)]
+    assert queued_then_run(opener, scheduler, jobs, beam=1) == [answer(sources) for sources in jobs]
     lanes = {thread for running in opener.opened for thread in running.threads}
     assert lanes == {"enzh-batch-worker", "enzh-batch-worker-1"}
     assert all(running.one_thread for running in opener.opened)  # (two lanes at once: each on one thread)
@@ -254,20 +259,9 @@ def test_each_main_lane_runs_at_most_its_part_of_the_rows():
     """Two main lanes share max_beam_rows: each runs at most half, so rows a lane's finished sentence leaves are
     taken by that lane's next joiner (not by the other lane while they step vacant)."""
     opener = Opener()
-    opener.gate.clear()  # nothing steps until every request is queued
     scheduler = started(opener, lanes=2, express_rows=0, gather_units=1, max_beam_rows=8)
     jobs = [[[i] * (5 + 3 * i)] for i in range(1, 9)]  # eight one-sentence requests of different lengths
-
-    async def main():
-        submitted = [scheduler.submit(job, beam_size=4) for job in jobs]
-        await asyncio.sleep(0.05)
-        opener.gate.set()
-        return await asyncio.gather(*(job.future for job in submitted))
-
-    try:
-        assert asyncio.run(main()) == [answer(job) for job in jobs]
-    finally:
-        scheduler.close(10)
+    assert queued_then_run(opener, scheduler, jobs, beam=4) == [answer(job) for job in jobs]
     assert len(opener.opened) == 2
     assert [running.most_rows for running in opener.opened] == [4, 4]  # (one sentence of 4 beams each)
     assert sorted(ids for running in opener.opened for ids in running.joined) == sorted(job[0] for job in jobs)
