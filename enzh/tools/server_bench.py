@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from enzh.runtime.cpu import cpu_features
 from enzh.runtime.default_model import DEMO_TEST_SET, DEMO_ZH_EN_DIR
 from enzh.runtime.optional import import_optional
 from enzh.tools.stats import percentile
@@ -479,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes if round_no % 2 else modes[::-1]:
             with _Server([*base, "--batching-mode", mode]) as server:
                 run_all(server.url, MODE_NAMES[mode], round_no, server.proc.pid)
+    # Every figure with the CPU it was measured on: int8 kernels and thread scaling differ between CPU kinds.
+    print(f"Measured {time.strftime('%Y-%m-%d %H:%M %Z')} on {os.cpu_count()} logical CPUs: {cpu_features().summary()}")
+    print()
     print(HEADER)
     for result in results:
         print(result.row())

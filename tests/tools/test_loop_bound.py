@@ -1,7 +1,9 @@
 """python -m enzh.tools.loop_bound: what the enzh child counts, and the report's layout."""
 
 import argparse
+import os
 
+from enzh.runtime.cpu import cpu_features
 from enzh.tools.loop_bound import CELLS, CT2_CONFIGS, ENZH_CONFIGS, _enzh_child, _sources, report
 
 
@@ -31,6 +33,8 @@ def test_report_has_a_row_per_cell_and_the_ratio_of_the_smallest_onnx_runtime_ti
     results |= {c: {n: cell(8.0) for n in names} for c in CT2_CONFIGS}
     args = argparse.Namespace(sentences=32, repeats=2, rounds=1)
     lines = report(results, "python -m enzh.tools.loop_bound", args)
+    # The figures name the CPU they were measured on (its name and the flags its kernels choose by).
+    assert f"{os.cpu_count()} logical CPUs, {cpu_features().summary()}, onnxruntime" in lines[0]
     rows = [line.strip("|").split("|") for line in lines[4:]]
     assert [r[0].strip() for r in rows] == names
     # medians: calls 21.0, ORT only 10/11/12 by configuration, CTranslate2 9.0; smallest ORT only / CT2 = 10 / 9
