@@ -174,20 +174,23 @@ def _log_allowed_mass(step: Step, bans: tuple[int, ...], rows: np.ndarray | None
     """log(sum of the probabilities of the allowed tokens) per row (of ``rows`` of the step, when given): what
     renormalizing after the bans subtracts. log1p(-banned mass), or, when the banned mass is large enough for that
     to lose precision, the log-sum-exp of the allowed log-probabilities."""
-    picked = np.arange(step.log_probs.shape[0]) if rows is None else rows
+    log_probs = step.log_probs
     if not bans:
-        return np.zeros(len(picked), dtype=np.float32)
+        return np.zeros(len(log_probs) if rows is None else len(rows), dtype=np.float32)
     columns = list(bans)
+    # The banned columns of every row (a few values a row; never a copy of whole rows), then the rows asked for.
     if len(columns) == 1:  # the usual case (pad banned): a column, no sum over one value
-        banned = np.exp(step.log_probs[picked, columns[0]].astype(np.float64))
+        banned = np.exp(log_probs[:, columns[0]].astype(np.float64))
     else:
-        banned = np.exp(step.log_probs[picked[:, None], columns].astype(np.float64)).sum(axis=1)
+        banned = np.exp(log_probs[:, columns].astype(np.float64)).sum(axis=1)
+    if rows is not None:
+        banned = banned[rows]
     large = banned > 0.01
     if not large.any():
         return np.log1p(-banned).astype(np.float32)
     result = np.log1p(-np.where(large, 0.0, banned))
     for row in np.flatnonzero(large):
-        allowed = step.log_probs[picked[row]].copy()
+        allowed = log_probs[row if rows is None else rows[row]].copy()
         allowed[columns] = -np.inf
         top = allowed.max()
         result[row] = top + np.log(np.exp(allowed - top).sum())
